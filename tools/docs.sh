@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Render the docs site offline into _docs/ (and README.md from nbs/index.ipynb), with smalldocs behind tools/quarto.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 PATH="$PWD/tools:$PWD/.venv/bin:$PATH"
+export GAPRUNE_DATA="${GAPRUNE_DATA:-$(cd .. && pwd)/shared/data}"
+nbdev_docs
+echo "docs: $PWD/_docs/index.html"
