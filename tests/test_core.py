@@ -1,0 +1,60 @@
+"Round trips and bad input for the Encoder, MLP discovery and fixtures (what notebooks cannot check well)."
+import json
+import numpy as np, pytest, torch
+from sentence_transformers import SentenceTransformer
+from transformers import AutoModel
+
+from gaprune_nb.core import Encoder, find_layers, mlp_linears, UnsupportedArchitecture
+from gaprune_nb.fixtures import FixtureMissing, minilm_path, smollm2_path, tiny_model
+
+TEXTS = ['What was the net revenue in 2023?', 'Operating income rose 8%.', 'short']
+
+
+@pytest.fixture(scope='module')
+def minilm(): return Encoder.from_pretrained(minilm_path())
+
+
+def test_minilm_round_trip_three_loaders(minilm, tmp_path):
+    "save_pretrained -> Encoder / SentenceTransformer / AutoModel all give the same embeddings as in memory."
+    enc = Encoder(minilm.model, minilm.tokenizer, query_prompt='Represent the question: ', max_length=64)
+    ref_q, ref_d = enc.encode(TEXTS, kind='query'), enc.encode(TEXTS)
+    enc.save_pretrained(tmp_path)
+    back = Encoder.from_pretrained(tmp_path)
+    assert back.settings == enc.settings
+    np.testing.assert_array_equal(back.encode(TEXTS, kind='query'), ref_q)
+    st = SentenceTransformer(str(tmp_path), device='cpu')
+    np.testing.assert_allclose(st.encode(TEXTS, prompt_name='query'), ref_q, atol=1e-5)
+    np.testing.assert_allclose(st.encode(TEXTS), ref_d, atol=1e-5)
+    raw = Encoder(AutoModel.from_pretrained(tmp_path), minilm.tokenizer, max_length=64)
+    np.testing.assert_array_equal(raw.encode(TEXTS), ref_d)
+
+
+def test_saved_settings_are_json(minilm, tmp_path):
+    minilm.save_pretrained(tmp_path)
+    assert json.loads((tmp_path / 'gaprune_encoder.json').read_text())['pooling'] == 'mean'
+    assert json.loads((tmp_path / '1_Pooling' / 'config.json').read_text())['pooling_mode'] == 'mean'
+
+
+def test_arguments_override_saved_settings(minilm, tmp_path):
+    minilm.save_pretrained(tmp_path)
+    assert Encoder.from_pretrained(tmp_path, pooling='cls', max_length=32).settings['pooling'] == 'cls'
+
+
+def test_bad_input():
+    m, tok = tiny_model('bert')
+    enc = Encoder(m, tok)
+    with pytest.raises(TypeError, match='list of texts'): enc.encode('a string')
+    with pytest.raises(ValueError, match="kind must be"): enc(['x'], kind='passage')
+    with pytest.raises(ValueError, match='Unknown pooling'): Encoder(m, tok, pooling='max')
+    with pytest.raises(UnsupportedArchitecture, match='Supported model types'): find_layers(torch.nn.Linear(2, 2))
+
+
+def test_mlp_discovery_on_real_minilm(minilm):
+    lin = mlp_linears(minilm)
+    assert len(lin) == 12 and all(minilm.get_submodule(n) is m for n, m in lin.items())
+    assert sum(m.weight.numel() for m in lin.values()) == 6 * 2 * 384 * 1536
+
+
+def test_missing_fixture_names_the_command(tmp_path, monkeypatch):
+    monkeypatch.setenv('GAPRUNE_CACHE', str(tmp_path))
+    with pytest.raises(FixtureMissing, match='python -m gaprune_nb.fixtures'): smollm2_path()
