@@ -1,0 +1,166 @@
+"Tests for `gaprune_nb.retraining` beyond the notebook's: key forms, input forms, schedule, partial masks, loaders, devices."
+import copy, math
+
+import pandas as pd
+import pytest
+import torch
+
+from gaprune_nb.core import Encoder, mlp_linears
+from gaprune_nb.data import load_triplets
+from gaprune_nb.fixtures import tiny_model
+from gaprune_nb.retraining import RetrainConfig, evaluate_triplets, merge_lora, retrain
+
+TEXTS = ['What was net revenue in 2023?', 'Operating margin rose to 21%.', 'The board approved a dividend.']
+
+
+@pytest.fixture(scope='module')
+def train():
+    return load_triplets('finance/fin_qa10k', limit=24)
+
+
+def setup(arch='bert', seed=0, p=0.5):
+    m, tok = tiny_model(arch, seed)
+    enc = Encoder(m, tok, pooling='mean' if arch in ('bert', 'mpnet') else 'last', max_length=48)
+    g = torch.Generator().manual_seed(seed)
+    return enc, {k: torch.rand(l.weight.shape, generator=g) > p for k, l in mlp_linears(enc).items()}
+
+
+def cfg(**kw):
+    return RetrainConfig(**{'lr': 1e-3, 'batch_size': 8, 'progress': False, **kw})
+
+
+def assert_kept(before, after, mask, moved=True):
+    "Pruned weights exactly zero in `after`; kept ones moved (or not) relative to `before`."
+    for k, m in mask.items():
+        w0, w1 = before.get_submodule(k).weight, after.get_submodule(k).weight
+        assert int((w1[~m] != 0).sum()) == 0, k
+        changed = (w1[m] != w0[m]).float().mean().item()
+        assert (changed > 0.99) if moved else (changed == 0), (k, changed)
+
+
+def weights(enc):
+    return {k: v.detach().clone() for k, v in enc.state_dict().items()}
+
+
+def test_keys_on_bare_model_and_inplace(train):
+    "Mask keys computed on `encoder.model` work too; `inplace=True` trains and returns the very same encoder."
+    enc, mask = setup()
+    before = copy.deepcopy(enc)
+    bare = {k.removeprefix('model.'): v for k, v in mask.items()}
+    out = retrain(enc, train, steps=2, mask=bare, config=cfg(method='full'), inplace=True)
+    assert out is enc
+    assert_kept(before, enc, mask)
+
+
+@pytest.mark.parametrize('method', ['full', 'lora'])
+def test_input_forms_agree(train, method):
+    "A Dataset, a DataFrame, a dict of lists and a list of dicts are the same triplets: identical results."
+    enc, mask = setup()
+    rows = [dict(query=r['query'], positive=r['positive'], negative=r['negative']) for r in train]
+    forms = [train, pd.DataFrame(rows), {c: train[c] for c in train.column_names}, rows]
+    outs = [retrain(enc, f, steps=2, mask=mask, config=cfg(method=method)).encode(TEXTS) for f in forms]
+    for o in outs[1:]: assert (o == outs[0]).all()
+
+
+def test_schedule_and_history(train):
+    "History has one entry per step; lr warms up linearly from 0 to its peak, then decays linearly towards 0."
+    enc, _ = setup()
+    hist, steps, peak = [], 10, 1e-3
+    retrain(enc, train, steps=steps, config=cfg(method='full', lr=peak, warmup_ratio=0.2), history=hist)
+    assert [h['step'] for h in hist] == list(range(steps))
+    warm = math.ceil(0.2*steps)
+    expect = [peak*s/warm if s < warm else peak*(steps - s)/(steps - warm) for s in range(steps)]
+    assert [h['lr'] for h in hist] == pytest.approx(expect)
+    assert all(h['grad_norm'] > 0 and math.isfinite(h['loss']) for h in hist)
+
+
+def test_clipping_bounds_update(train):
+    "With a tiny clip norm, the reported norm is the one before clipping, and the mask is kept."
+    enc, mask = setup()
+    hist = []
+    out = retrain(enc, train, steps=2, mask=mask, config=cfg(method='full', max_grad_norm=1e-6), history=hist)
+    assert hist[0]['grad_norm'] > 1e-6
+    assert_kept(enc, out, mask)
+
+
+def test_masked_module_outside_lora_targets(train):
+    "LoRA on attention only: the masked MLP weights are frozen, so they stay zero and the kept ones do not move."
+    enc, mask = setup()
+    out = retrain(enc, train, steps=2, mask=mask, config=cfg(method='lora', targets='attn'))
+    pruned = copy.deepcopy(enc)
+    with torch.no_grad():
+        for k, m in mask.items(): pruned.get_submodule(k).weight.mul_(m)
+    assert_kept(pruned, out, mask, moved=False)
+    q = out.get_submodule('model.encoder.layer.0.attention.self.query').weight
+    assert (q != enc.get_submodule('model.encoder.layer.0.attention.self.query').weight).any()
+
+
+def test_partial_mask_and_frozen_flags(train):
+    "A mask on some modules only; `requires_grad` flags come back as they were (also for full fine-tuning)."
+    enc, mask = setup()
+    one = dict(list(mask.items())[:1])
+    enc.model.embeddings.requires_grad_(False)
+    flags = {n: p.requires_grad for n, p in enc.named_parameters()}
+    for method in ('full', 'lora'):
+        out = retrain(enc, train, steps=2, mask=one, config=cfg(method=method))
+        assert_kept(enc, out, one)
+        assert {n: p.requires_grad for n, p in out.named_parameters()} == flags
+
+
+@pytest.mark.parametrize('arch', ['qwen3', 'gemma3_text', 'mpnet'])
+def test_other_architectures(train, arch):
+    "LoRA (masked delta) and full fine-tuning keep the mask on more architectures, and lower the training loss."
+    enc, mask = setup(arch)
+    pruned = copy.deepcopy(enc)
+    with torch.no_grad():
+        for k, m in mask.items(): pruned.get_submodule(k).weight.mul_(m)
+    base = evaluate_triplets(pruned, train)['loss']
+    for method, lr in (('full', 1e-3), ('lora', 1e-2)):
+        out = retrain(enc, train, steps=6, mask=mask, config=cfg(method=method, lr=lr))
+        assert_kept(enc, out, mask)
+        assert evaluate_triplets(out, train)['loss'] < base, (arch, method)
+
+
+def test_merge_lora_errors_and_unmerged_state(train):
+    "`merge_lora` refuses a plain model; an unmerged LoRA encoder trains only adapter parameters."
+    enc, mask = setup()
+    with pytest.raises(ValueError, match='not a peft PeftModel'): merge_lora(enc)
+    un = retrain(enc, train, steps=1, mask=mask, config=cfg(merge=False))
+    from peft import PeftModel
+    assert isinstance(un.model, PeftModel)
+    merged = merge_lora(un, mask)
+    assert type(merged.model) is type(enc.model)
+
+
+def test_sentence_transformers_loads_retrained(train, tmp_path):
+    "The saved folder of a retrained encoder loads with SentenceTransformer: same embeddings, pruned weights zero."
+    from sentence_transformers import SentenceTransformer
+    enc, mask = setup()
+    out = retrain(enc, train, steps=2, mask=mask, config=cfg())
+    out.save_pretrained(tmp_path)
+    st = SentenceTransformer(str(tmp_path), device='cpu')
+    assert st.encode(TEXTS) == pytest.approx(out.encode(TEXTS), abs=1e-5)
+    for k, m in mask.items():
+        assert int((st[0].auto_model.get_submodule(k.removeprefix('model.')).weight[~m] != 0).sum()) == 0
+
+
+def test_bad_config_and_batches(train):
+    with pytest.raises(ValueError, match='batch_size must be >= 1'): RetrainConfig(batch_size=0)
+    with pytest.raises(ValueError, match='warmup_ratio'): RetrainConfig(warmup_ratio=2)
+    with pytest.raises(ValueError, match='triplets is empty'): retrain(setup()[0], [], steps=1)
+    with pytest.raises(TypeError, match='mask must be a dict'): retrain(setup()[0], train, steps=1, mask=[1])
+    dup = [dict(query=f'q{i}', positive='same', negative=f'n{i}') for i in range(4)]
+    with pytest.raises(ValueError, match='without a repeated document'):
+        retrain(setup()[0], dup, steps=1, config=cfg(batch_size=2))
+    retrain(setup()[0], dup, steps=1, config=cfg(batch_size=2, no_duplicates=False))  # allowed when asked
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA device')
+@pytest.mark.parametrize('method', ['full', 'lora'])
+def test_cuda(train, method):
+    "Masks given on the CPU are moved to the model's device; the result is on that device with the mask kept."
+    enc, mask = setup('llama')
+    enc = enc.to('cuda')
+    out = retrain(enc, train, steps=3, mask=mask, config=cfg(method=method))
+    assert out.device.type == 'cuda'
+    assert_kept(enc, out, {k: v.cuda() for k, v in mask.items()})
