@@ -58,3 +58,12 @@ def test_mlp_discovery_on_real_minilm(minilm):
 def test_missing_fixture_names_the_command(tmp_path, monkeypatch):
     monkeypatch.setenv('GAPRUNE_CACHE', str(tmp_path))
     with pytest.raises(FixtureMissing, match='python -m gaprune_nb.fixtures'): smollm2_path()
+
+
+def test_failed_save_leaves_nothing_behind(tmp_path, monkeypatch):
+    m, tok = tiny_model('llama')
+    enc = Encoder(m, tok)
+    def boom(*a, **k): raise RuntimeError('disk full')
+    monkeypatch.setattr(tok, 'save_pretrained', boom)
+    with pytest.raises(RuntimeError, match='disk full'): enc.save_pretrained(tmp_path / 'out')
+    assert list(tmp_path.iterdir()) == []
