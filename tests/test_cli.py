@@ -1,29 +1,63 @@
 "The `gaprune` console script, run as users run it: a subprocess with arguments."
-import os, subprocess, sys
-import pytest
+import json, os, subprocess, sys
+import numpy as np, pytest, torch
+from sentence_transformers import SentenceTransformer
+from transformers import AutoModel
+
 from gaprune_nb.cli import build_parser
+from gaprune_nb.core import Encoder, mlp_linears
+from gaprune_nb.pipeline import RunConfig, prune_run
 
 ENV = {**os.environ, 'OMP_NUM_THREADS': '1', 'HF_HUB_OFFLINE': '1'}
+TEXTS = ['What was the operating margin in 2022?', 'Revenue grew 8% year over year.', 'Net income fell.']
 
 
-def run(*args, **kw):
+def gaprune(*args):
     return subprocess.run([sys.executable, '-c', 'from gaprune_nb.cli import main; main()', *args],
-                          capture_output=True, text=True, env=ENV, timeout=600, **kw)
+                          capture_output=True, text=True, env=ENV, timeout=900)
 
 
 def test_bad_arguments_exit_with_usage():
     with pytest.raises(SystemExit): build_parser().parse_args(['demo', '--domain', 'law'])
+    with pytest.raises(SystemExit): build_parser().parse_args(['prune', '--method', 'snip', '--out', 'x'])
     with pytest.raises(SystemExit): build_parser().parse_args([])
-    r = run('demo', '--domain', 'law')
+    r = gaprune('demo', '--domain', 'law')
     assert r.returncode == 2 and 'invalid choice' in r.stderr
 
 
+def test_missing_data_folder_is_a_clear_error_and_nothing_is_written(tmp_path):
+    r = gaprune('prune', '--method', 'gaprune', '--out', str(tmp_path / 'run'), '--data', str(tmp_path / 'nowhere'))
+    assert r.returncode == 1 and 'nowhere' in r.stderr and 'Traceback' not in r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_demo_runs_on_real_model_and_data():
-    r = run('demo', '-n', '8')
+    r = gaprune('demo', '-n', '8')
     assert r.returncode == 0, r.stderr
     assert 'positive ranked above hard negative' in r.stdout and 'encoder.layer.0.intermediate.dense' in r.stdout
 
 
-def test_missing_data_folder_is_a_clear_error(tmp_path):
-    r = run('demo', '-n', '8', '--data', str(tmp_path / 'nowhere'))
-    assert r.returncode == 1 and 'nowhere' in r.stderr and 'Traceback' not in r.stderr
+@pytest.mark.parametrize('method,sparsity', [('gaprune', 0.5), ('wanda', 0.3)])
+def test_prune_reloads_everywhere_with_in_memory_embeddings(tmp_path, method, sparsity):
+    "CLI prune -> transformers and sentence-transformers reload == the in-memory pruned model; exact sparsity."
+    out = tmp_path / 'run'
+    r = gaprune('prune', '--method', method, '--sparsity', str(sparsity), '--n-calib', '8', '--pool', '200', '--out', str(out))
+    assert r.returncode == 0, r.stderr
+    mem, mask, rep = prune_run(RunConfig(method=method, sparsity=sparsity, n_calib=8, pool=200), show_progress=False)
+    ref = mem.encode(TEXTS)
+    np.testing.assert_array_equal(Encoder.from_pretrained(out).encode(TEXTS), ref)
+    np.testing.assert_allclose(SentenceTransformer(str(out), device='cpu').encode(TEXTS), ref, atol=1e-6)
+    raw = AutoModel.from_pretrained(out)
+    lin = mlp_linears(raw)
+    zeros = sum(int((m.weight == 0).sum()) for m in lin.values()); total = sum(m.weight.numel() for m in lin.values())
+    assert zeros == round(sparsity * total)
+    saved = json.loads((out / 'gaprune_report.json').read_text())
+    assert saved['sparsity'] == pytest.approx(sparsity) and saved['config']['method'] == method
+    assert (out / 'mask.safetensors').exists() and (out / 'gaprune_report.md').exists()
+
+
+def test_eval_tiny_suite(tmp_path):
+    r = gaprune('eval', '--suite', 'general', '--limit', 'tiny', '--json', str(tmp_path / 'r.json'))
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / 'r.json').read_text())
+    assert set(rep['types'].values()) == {'Retrieval', 'STS'} and all(0 <= v <= 1 for v in rep['scores'].values())
