@@ -11,7 +11,7 @@ import torch
 from torch import nn, Tensor
 from tqdm.auto import tqdm
 
-from .core import Encoder, mlp_linears
+from .core import Encoder, evaluating, mlp_linears
 from .masks import kth_largest, make_mask, apply_mask, MaskError
 
 # %% auto #0
@@ -150,15 +150,14 @@ def activation_norms(encoder:Encoder,             # The model to calibrate (toke
             sq[k] += x[m].double().square().sum(0)
         return f
     handles = [l.register_forward_pre_hook(hook(k)) for k, l in lins.items()]
-    was_training = encoder.training; encoder.eval()
     try:
-        for kind, texts in tqdm(list(_calib_batches(calib, batch_size)), disable=not show_progress, desc='calibration', unit='batch'):
-            batch = encoder.tokenize(texts, kind)
-            state['mask'] = batch['attention_mask'].bool()
-            encoder(batch=batch)
+        with evaluating(encoder):
+            for kind, texts in tqdm(list(_calib_batches(calib, batch_size)), disable=not show_progress, desc='calibration', unit='batch'):
+                batch = encoder.tokenize(texts, kind)
+                state['mask'] = batch['attention_mask'].bool()
+                encoder(batch=batch)
     finally:
         for h in handles: h.remove()
-        encoder.train(was_training)
     return {k: v.sqrt().float() for k, v in sq.items()}
 
 # %% ../nbs/05_dai.ipynb #e1be0bc8
