@@ -66,6 +66,7 @@ def dai_scores(weights:dict,                 # {name: weight tensor} (see `score
                s_g:dict|None=None,           # {name: gradient alignment}; may be None when alpha == 0
                alpha:float=0.2, beta:float=1.0, gamma:float=0.5,
                normalize:str|None='median',  # Global scale of each additive term, see `term_scale`
+               fisher_scale:str|None='mean', # Divide F_dom and F_gen each by this global scale before combining them
                modulate:str='all',           # (1 + alpha s_g) multiplies 'all' (paper) or only the 'fisher' term (official code)
                clamp:tuple|None=None,        # Clamp (1 + alpha s_g) to this range: official (0.8, 1.2)
                softplus:bool=False,          # Official: softplus of the score
@@ -77,7 +78,9 @@ def dai_scores(weights:dict,                 # {name: weight tensor} (see `score
     if alpha and s_g is None: raise ValueError("s_g is needed when alpha != 0.")
     _check(weights, fisher_dom=fisher_dom, **({'fisher_gen': fisher_gen} if beta else {}), **({'s_g': s_g} if alpha else {}))
     absw = lambda n: weights[n].float().abs()
-    t1 = {n: (fisher_dom[n].float() - beta * fisher_gen[n].float() if beta else fisher_dom[n].float()) * absw(n) for n in weights}
+    sd = term_scale(fisher_dom, fisher_scale)
+    sg = term_scale(fisher_gen, fisher_scale) if beta else 1.0
+    t1 = {n: (fisher_dom[n].float()/sd - beta * fisher_gen[n].float()/sg if beta else fisher_dom[n].float()/sd) * absw(n) for n in weights}
     s1 = term_scale(t1, normalize)
     s2 = term_scale(weights, normalize, key=lambda x: (x.abs() + eps).sqrt())
     for n, d in t1.items():
@@ -99,6 +102,7 @@ class ScoreConfig:
     beta: float = 1.0                # weight of the general Fisher
     gamma: float = 0.5               # weight of the magnitude term sqrt|theta|
     normalize: str|None = 'median'   # global scale of each additive term: 'median', 'mean', 'rms' or None
+    fisher_scale: str|None = 'mean'  # global scale dividing F_dom and F_gen before they are combined (None: raw)
     modulate: str = 'all'            # (1 + alpha s_g) multiplies 'all' or only the 'fisher' term
     clamp: tuple|None = None         # clamp of (1 + alpha s_g)
     softplus: bool = False           # softplus of the final score
@@ -110,12 +114,12 @@ class ScoreConfig:
     @classmethod
     def official(cls, **kw) -> ScoreConfig:
         "The settings of the official implementation (yixuantt/GAPrune, SparseModel.py defaults)."
-        return cls(**{**dict(normalize=None, modulate='fisher', clamp=(0.8, 1.2), softplus=True, eps=1e-8,
+        return cls(**{**dict(normalize=None, fisher_scale=None, modulate='fisher', clamp=(0.8, 1.2), softplus=True, eps=1e-8,
                              alignment='official', fisher='batch_squared', storage_dtype='float16'), **kw})
 
     def dai_kwargs(self) -> dict:
         "The arguments of `dai_scores`."
-        return {k: getattr(self, k) for k in ('alpha', 'beta', 'gamma', 'normalize', 'modulate', 'clamp', 'softplus', 'eps')}
+        return {k: getattr(self, k) for k in ('alpha', 'beta', 'gamma', 'normalize', 'fisher_scale', 'modulate', 'clamp', 'softplus', 'eps')}
 
 # %% ../nbs/05_dai.ipynb #fa7eb511
 def _calib_batches(calib, batch_size:int):

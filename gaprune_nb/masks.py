@@ -16,8 +16,8 @@ from safetensors.torch import save_file, load_file
 from .core import mlp_linears
 
 # %% auto #0
-__all__ = ['CHUNK', 'SCOPES', 'MaskError', 'kth_largest', 'layer_of', 'make_mask', 'apply_mask', 'mask_difference', 'save_mask',
-           'load_mask', 'mask_metadata', 'sparsity_report']
+__all__ = ['CHUNK', 'SCOPES', 'MaskError', 'kth_largest', 'layer_of', 'make_mask', 'resolve_mask', 'apply_mask',
+           'mask_difference', 'save_mask', 'load_mask', 'mask_metadata', 'sparsity_report']
 
 # %% ../nbs/05a_masks.ipynb #54620b18
 CHUNK = 1 << 18  # values per chunk in every pass over the scores: bounds the working memory
@@ -165,17 +165,26 @@ def make_mask(scores:dict,                  # {qualified Linear name: score tens
     return {nm: out[nm] for nm in scores}
 
 # %% ../nbs/05a_masks.ipynb #a61726a9
-def _resolve(model:nn.Module, mask:dict) -> list:
-    "(weight, mask) pairs for every key, or one `MaskError` listing every problem."
+def _linear(model:nn.Module, name:str):
+    "The `nn.Linear` called `name` on `model`, or (for an `Encoder`) on the transformers model inside it; else None."
+    for root in (model, getattr(model, 'model', None)):
+        try: mod = root.get_submodule(name) if root is not None else None
+        except AttributeError: continue
+        if isinstance(mod, nn.Linear): return mod
+    return None
+
+def resolve_mask(model:nn.Module, mask:dict) -> list:
+    "(nn.Linear, mask on its device) for every key, or one `MaskError` listing every problem."
     if not isinstance(mask, dict) or not mask: raise MaskError("Expected a non-empty mask dict {qualified Linear name: bool tensor}.")
     pairs, bad = [], []
     for name, m in mask.items():
-        try: w = model.get_submodule(name).weight
-        except AttributeError: bad.append(f"{name!r}: no such module with a weight"); continue
+        lin = _linear(model, name)
+        if lin is None: bad.append(f"{name!r}: no nn.Linear of that name"); continue
+        w = lin.weight
         if not isinstance(m, Tensor) or m.dtype != torch.bool:
             bad.append(f"{name!r}: expected a torch.bool tensor, got {getattr(m, 'dtype', type(m).__name__)}"); continue
         if m.shape != w.shape: bad.append(f"{name!r}: mask shape {tuple(m.shape)} != weight shape {tuple(w.shape)}"); continue
-        pairs.append((w, m))
+        pairs.append((lin, m.to(w.device)))
     if bad:
         try: hint = f" The model's MLP linears are named like {next(iter(mlp_linears(model)))!r}."
         except Exception: hint = ''
@@ -186,7 +195,7 @@ def _resolve(model:nn.Module, mask:dict) -> list:
 @torch.no_grad()
 def apply_mask(model:nn.Module, mask:dict) -> nn.Module:
     "Zero the pruned weights (mask False) in place; validates the whole mask first. Returns `model`."
-    for w, m in _resolve(model, mask): w.masked_fill_(~m.to(w.device), 0)
+    for lin, m in resolve_mask(model, mask): lin.weight.masked_fill_(~m, 0)
     return model
 
 def mask_difference(a:dict, b:dict) -> float:

@@ -13,6 +13,7 @@ from torch import nn, Tensor
 from tqdm.auto import tqdm
 
 from .core import Encoder, find_layers, info_nce, mlp_linears, seed_everything
+from .masks import resolve_mask
 
 # %% auto #0
 __all__ = ['METHODS', 'LORA_MASKS', 'LORA_ROLES', 'RetrainConfig', 'lora_targets', 'merge_lora', 'retrain', 'evaluate_triplets']
@@ -51,29 +52,9 @@ class RetrainConfig:
         if self.lr is None: self.lr = 1e-4 if self.method == 'lora' else 2e-5
 
 # %% ../nbs/08_retraining.ipynb #56a62c97
-def _submodule(root:nn.Module, name:str):
-    try: return root.get_submodule(name)
-    except AttributeError: return None
-
 def _resolve_mask(encoder:Encoder, mask:dict|None) -> list[tuple[nn.Linear, Tensor]]:
-    "Check a mask against `encoder` and pair each mask with its `nn.Linear` (mask moved to the weight's device)."
-    if mask is None: return []
-    if not isinstance(mask, dict): raise TypeError(f"mask must be a dict {{linear name: torch.bool tensor}}, not {type(mask).__name__}")
-    out = []
-    for name, m in mask.items():
-        lin = _submodule(encoder, name) or _submodule(encoder.model, name)
-        if lin is None:
-            eg = next(iter(mlp_linears(encoder)), '?')
-            raise ValueError(f"mask key {name!r} names no module of the encoder; keys are qualified nn.Linear names "
-                             f"as `mlp_linears(encoder)` gives them, e.g. {eg!r}")
-        if not isinstance(lin, nn.Linear): raise TypeError(f"mask key {name!r} is a {type(lin).__name__}, expected an nn.Linear")
-        if not torch.is_tensor(m) or m.dtype != torch.bool:
-            raise TypeError(f"mask[{name!r}] must be a torch.bool tensor (True = keep), "
-                            f"got {getattr(m, 'dtype', type(m).__name__)}")
-        if m.shape != lin.weight.shape:
-            raise ValueError(f"mask[{name!r}] has shape {tuple(m.shape)}, the weight has {tuple(lin.weight.shape)}")
-        out.append((lin, m.to(lin.weight.device)))
-    return out
+    "(nn.Linear, mask) pairs checked by `gaprune_nb.masks.resolve_mask` (keys on the `Encoder` or its model); [] without a mask."
+    return [] if mask is None else resolve_mask(encoder, mask)
 
 @torch.no_grad()
 def _apply_mask(pairs:list[tuple[nn.Linear, Tensor]]):

@@ -148,7 +148,7 @@ def test_bad_config_and_batches(train):
     with pytest.raises(ValueError, match='batch_size must be >= 1'): RetrainConfig(batch_size=0)
     with pytest.raises(ValueError, match='warmup_ratio'): RetrainConfig(warmup_ratio=2)
     with pytest.raises(ValueError, match='triplets is empty'): retrain(setup()[0], [], steps=1)
-    with pytest.raises(TypeError, match='mask must be a dict'): retrain(setup()[0], train, steps=1, mask=[1])
+    with pytest.raises(ValueError, match='non-empty mask dict'): retrain(setup()[0], train, steps=1, mask=[1])
     dup = [dict(query=f'q{i}', positive='same', negative=f'n{i}') for i in range(4)]
     with pytest.raises(ValueError, match='without a repeated document'):
         retrain(setup()[0], dup, steps=1, config=cfg(batch_size=2))
