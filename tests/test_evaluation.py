@@ -222,3 +222,15 @@ def test_results_cache_resumes_and_drops_stale(tmp_path):
     (folder/'qrels/test.tsv').write_text('query-id\tcorpus-id\tscore\nq0\td2\t1\nq1\td3\t1\n')  # the data changed
     _, n3 = run()
     assert n3 == 7  # evaluated again, not served stale
+
+
+def test_fast_label_conversion_keeps_scores(tmp_path):
+    "`LocalClassification` converts mteb's lazy label `Column` once; the scores are those of mteb's own code."
+    from datasets import Dataset
+    from mteb.abstasks import AbsTaskClassification
+    task = local_task('classification', cls_folder(tmp_path/'toy'/'cls', [('a', 0), ('b', 1)], [('c', 0), ('d', 1)]))
+    rng = np.random.default_rng(0)
+    col = Dataset.from_dict({'label': rng.integers(0, 3, 200).tolist()})['label']
+    pred = rng.integers(0, 3, 200)
+    ours, theirs = task._calculate_scores(col, pred), AbsTaskClassification._calculate_scores(task, list(col), pred)
+    assert ours == theirs and type(col).__name__ == 'Column'
