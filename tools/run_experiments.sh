@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Reproduce the experiment notebooks: runs their `#| slow` cells, writes results/<name>/ and saves the notebooks' outputs.
+# Usage: bash tools/run_experiments.sh [NAME ...] [--full]
+#   NAME    experiments to run (default: every one registered below)
+#   --full  evaluate on the full suites instead of the committed subsample (sets GAPRUNE_FULL=1; a bigger machine)
+# Finished evaluations are skipped (each notebook resumes from its result files); delete them to recompute.
+# To register an experiment, append one line at the end: `exp <name> <notebook>  # what it reproduces`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+export GAPRUNE_DATA="${GAPRUNE_DATA:-$(cd .. && pwd)/shared/data}"
+want=()
+for a in "$@"; do case "$a" in --full) export GAPRUNE_FULL=1 ;; *) want+=("$a") ;; esac; done
+exp() {
+  local name=$1 nb=$2
+  if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" $name "* ]]; then
+    echo "== $name ($nb)"
+    .venv/bin/python tools/run_nb.py --slow "$nb"
+  fi
+}
+
+exp oneshot nbs/13_exp_oneshot.ipynb   # Table 1: one-shot MLP pruning of all-MiniLM-L6-v2 (results/oneshot/, --full: results/oneshot_full/)
+exp layer_drop nbs/14_exp_layer_drop.ipynb   # EffiR drop study: attention vs MLP vs blocks, MiniLM + SmolLM2 (results/layer_drop/, --full: results/layer_drop_full/)
+exp retrain nbs/15_exp_retrain.ipynb   # Table 2: 50% MLP pruning / L3Prune-small, one-shot and 100-step retrained (results/retrain/, --full: results/retrain_full/)
