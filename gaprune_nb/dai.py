@@ -72,7 +72,7 @@ def dai_scores(weights:dict,                 # {name: weight tensor} (see `score
                softplus:bool=False,          # Official: softplus of the score
                eps:float=0.0                 # Official: sqrt(|theta| + 1e-8)
               ) -> dict:
-    "GAPrune's domain-alignment importance: [(F_dom - beta F_gen)|theta| / S1 + gamma sqrt|theta| / S2](1 + alpha s_g)."
+    "GAPrune's domain-alignment importance: [(F_dom - beta F_gen)|theta| / S1 + gamma sqrt|theta| / S2] * (1 + alpha s_g)."
     if modulate not in ('all', 'fisher'): raise ValueError(f"modulate must be 'all' or 'fisher', not {modulate!r}")
     if beta and fisher_gen is None: raise ValueError("fisher_gen is needed when beta != 0.")
     if alpha and s_g is None: raise ValueError("s_g is needed when alpha != 0.")
