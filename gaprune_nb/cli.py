@@ -4,7 +4,7 @@
 
 # %% ../nbs/12_cli.ipynb #06eb0c17
 from __future__ import annotations
-import argparse, json, os, sys, time
+import argparse, sys, time
 from pathlib import Path
 
 # %% auto #0
@@ -46,7 +46,7 @@ def _limit(s:str|None):
 def evaluate_model(model, suite:str='finance', limit=None, data:str|None=None, show_progress:bool=True, out=None):
     "Evaluate a model (folder, hub id or `Encoder`) on a suite; prints and returns the `Report`."
     from gaprune_nb.core import Encoder
-    from gaprune_nb.evaluation import evaluate, table
+    from gaprune_nb.evaluation import evaluate
     enc = model if isinstance(model, Encoder) else Encoder.from_pretrained(model)
     rep = evaluate(enc, suite, root=data, limit=_limit(limit) if isinstance(limit, (str, type(None))) else limit,
                    show_progress=show_progress)

@@ -5,7 +5,6 @@
 # %% ../nbs/06_layer_drop.ipynb #2bb53d5f
 from __future__ import annotations
 from collections.abc import Iterable
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch

@@ -6,10 +6,9 @@
 from __future__ import annotations
 import json, shutil, time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import torch
 from . import __version__
 from .core import Encoder, mlp_linears, seed_everything
 from .data import DOMAINS, domain_triplets
@@ -98,9 +97,8 @@ def prune_run(cfg:RunConfig, out:str|Path|None=None, # Output folder (written at
                                                  domain_name=cfg.domain, show_progress=show_progress)
                 finally: enc.max_length = ml
     with _timed(timings, 'score+mask'):
-        wanda_calib = calib.get(cfg.domain)
         mask = prune(enc, PruneConfig(method=cfg.method, sparsity=cfg.sparsity, scope=cfg.scope, seed=cfg.seed),
-                     stats=stats, calib=wanda_calib, apply=False)
+                     stats=stats, calib=calib.get(cfg.domain), apply=False)
         magnitude = make_mask(importance('magnitude', enc), None if ':' in cfg.scope else cfg.sparsity, cfg.scope)
         diff = mask_difference(mask, magnitude)
         apply_mask(enc, mask)

@@ -1,6 +1,6 @@
 "The `gaprune` console script, run as users run it: a subprocess with arguments."
 import json, os, subprocess, sys
-import numpy as np, pytest, torch
+import numpy as np, pytest
 from sentence_transformers import SentenceTransformer
 from transformers import AutoModel
 

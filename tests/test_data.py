@@ -1,6 +1,5 @@
 "Tests for `gaprune_nb.data` that the notebook cannot easily run: data-root precedence and the hub column mapping."
 import json
-from pathlib import Path
 
 import pytest
 

@@ -1,7 +1,6 @@
 """Tests for `gaprune_nb.layer_drop` and `gaprune_nb.l3prune` beyond the notebooks: every drop kind on every
 architecture on its own, wrappers, padding / batching invariance of the importance, and the error paths."""
-import copy, math
-from pathlib import Path
+import copy
 
 import pytest
 import torch

@@ -1,7 +1,6 @@
 """Tests for `gaprune_nb.fisher` / `.stats_io` / `.alignment` that need a process boundary or every architecture:
 resume after SIGKILL, the brute-force check on each tiny architecture, manifest refusal and crash leftovers."""
 import json, os, signal, subprocess, sys, textwrap, time
-from pathlib import Path
 
 import pytest
 import torch
