@@ -1,6 +1,7 @@
 """Speed of exact per-sample gradient statistics on all-MiniLM-L6-v2, against the two obvious alternatives.
 
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/fisher_speed.py > bench/fisher_speed.txt
+    HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/fisher_speed.py --device cuda -n 256 --batch-size 32 > bench/fisher_speed_cuda.txt
 
 Three ways through the same triplets (half general, half finance), same batches, same max length:
 
@@ -52,14 +53,22 @@ def naive(enc, rows, lin):
     for p in enc.parameters(): p.requires_grad_(True)
 
 
+def _suffix(device):
+    "Output file suffix: '' for the committed 1-thread CPU run, else the device or the thread count."
+    if device != 'cpu': return '_' + device
+    return '' if torch.get_num_threads() == 1 else f'_cpu{torch.get_num_threads()}threads'
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('-n', type=int, default=16, help='triplets per domain')
     ap.add_argument('--batch-size', type=int, default=8)
     ap.add_argument('--max-length', type=int, default=128)
     ap.add_argument('--rounds', type=int, default=2)
+    ap.add_argument('--device', default='cpu', help="'cpu' or 'cuda' (the 3x target is about an accelerator)")
     a = ap.parse_args()
-    enc = Encoder.from_pretrained(minilm_path(), max_length=a.max_length).eval()
+    enc = Encoder.from_pretrained(minilm_path(), max_length=a.max_length, device=a.device).eval()
+    sync = torch.cuda.synchronize if enc.device.type == 'cuda' else (lambda: None)
     gen = domain_triplets('general', limit=(a.n + 2) // 3).select(range(a.n))
     dom = load_triplets('finance/fin_qa10k', limit=a.n)
     both = {c: list(gen[c]) + list(dom[c]) for c in ('query', 'positive', 'negative')}
@@ -69,19 +78,20 @@ def main():
     print(__doc__.strip().splitlines()[0])
     print(f"command: OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')} HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python "
           f"bench/fisher_speed.py -n {a.n} --batch-size {a.batch_size} --max-length {a.max_length} --rounds {a.rounds} "
-          f"> bench/fisher_speed.txt")
+          f"--device {a.device} > bench/fisher_speed{_suffix(a.device)}.txt")
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores visible, torch "
-          f"{torch.__version__}, {torch.get_num_threads()} thread(s), device {enc.device}")
+          f"{torch.__version__}, {torch.get_num_threads()} thread(s), device {enc.device}"
+          + (f" ({torch.cuda.get_device_name()})" if enc.device.type == 'cuda' else ''))
     print(f"work:    {N} triplets ({a.n} general + {a.n} finance), {tok} real tokens, batch {a.batch_size}, "
           f"{len(lin)} scored MLP matrices ({sum(m.weight.numel() for m in lin.values()):,} weights)")
     jobs = dict(plain=lambda: plain(enc, both, a.batch_size), ours=lambda: ours(enc, gen, dom, a.batch_size),
                 naive=lambda: naive(enc, both, lin))
     sub = {c: v[:a.batch_size] for c, v in both.items()}  # warm-up: one small batch each
-    plain(enc, sub, a.batch_size); naive(enc, {c: v[:2] for c, v in sub.items()}, lin)
+    plain(enc, sub, a.batch_size); naive(enc, {c: v[:2] for c, v in sub.items()}, lin); sync()
     best = {k: float('inf') for k in jobs}
     for r in range(a.rounds):
         for k, f in jobs.items():
-            t = time.perf_counter(); f(); best[k] = min(best[k], time.perf_counter() - t)
+            t = time.perf_counter(); f(); sync(); best[k] = min(best[k], time.perf_counter() - t)
             print(f"  round {r+1} {k:6s} {N / (time.perf_counter() - t):7.2f} triplets/s", file=sys.stderr, flush=True)
     sps = {k: N / v for k, v in best.items()}
     print(f"\n{'method':44s} {'triplets/s':>10s} {'seconds':>8s}")
