@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #59e39507
 from __future__ import annotations
-import inspect, json, random, shutil
+import inspect, json, os, random, re, shutil
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,10 +15,12 @@ from torch import nn, Tensor
 from tqdm.auto import tqdm
 from transformers import AutoModel, AutoTokenizer
 
+from .store import atomic_dir, canonicalize_file, fsync_tree, replace_dir
+
 # %% auto #0
 __all__ = ['POOLINGS', 'ARCHS', 'seed_everything', 'pool', 'make_instruction', 'ArchSpec', 'UnsupportedArchitecture',
-           'LayerModules', 'find_layers', 'mlp_linears', 'arch_spec', 'evaluating', 'Encoder', 'param_breakdown',
-           'info_nce']
+           'LayerModules', 'find_layers', 'mlp_linears', 'arch_spec', 'ModelLoadError', 'model_source',
+           'check_embedder', 'evaluating', 'Encoder', 'write_model_files', 'param_breakdown', 'info_nce']
 
 # %% ../nbs/00_core.ipynb #0b2752f3
 def seed_everything(seed:int=0):
@@ -103,7 +105,8 @@ def _unwrap(model:nn.Module):
                 prefix, m = prefix + name + '.', sub
                 break
         else: break
-    mt = getattr(getattr(model, 'config', None), 'model_type', type(model).__name__)
+    cfg = getattr(model, 'config', None) or getattr(getattr(model, 'model', None), 'config', None)  # an Encoder wraps it
+    mt = getattr(cfg, 'model_type', None) or type(model).__name__
     raise UnsupportedArchitecture(
         f"Cannot find the transformer layers of a {type(model).__name__} (model_type={mt!r}). Supported model types: "
         f"{sorted(ARCHS)}; each needs a ModuleList of layers whose layers hold an attention module and an MLP with "
@@ -138,6 +141,33 @@ def mlp_linears(model:nn.Module) -> dict:
 def arch_spec(model:nn.Module) -> ArchSpec:
     "The `ArchSpec` of a model (or of the base model inside a wrapper)."
     return _unwrap(model)[2]
+
+# %% ../nbs/00_core.ipynb #ff972bf2
+class ModelLoadError(ValueError):
+    "A `--model` / `name_or_path` that is neither a model folder here nor a loadable hub id."
+
+_HUB_ID = re.compile(r'[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?')
+
+def model_source(name_or_path:str|Path # A local model folder or a Hugging Face hub id
+                ) -> Path|str:
+    "The local folder (a `Path`) or the hub id (a `str`); `ModelLoadError` for a path that is not there."
+    p = Path(name_or_path).expanduser()
+    if p.exists():
+        if not p.is_dir(): raise ModelLoadError(f"model {name_or_path} is a file; give the model's folder.")
+        if not (p/'config.json').is_file():
+            raise ModelLoadError(f"model folder {name_or_path} has no config.json, so it is not a transformers model folder.")
+        return p
+    s = str(name_or_path)
+    if isinstance(name_or_path, Path) or s.startswith(('.', '/', '~')) or not _HUB_ID.fullmatch(s):
+        raise ModelLoadError(f"no such model folder: {s}")
+    return s
+
+def check_embedder(config) -> None:
+    "Refuse architectures that cannot embed text with a single stack (encoder-decoder models such as T5)."
+    if getattr(config, 'is_encoder_decoder', False):
+        raise UnsupportedArchitecture(
+            f"{config.model_type!r} is an encoder-decoder model; gaprune_nb embeds text with encoder-only (BERT-like) "
+            f"or decoder-only models. Supported for pruning: {sorted(ARCHS)}.")
 
 # %% ../nbs/00_core.ipynb #0438bd93
 @contextmanager
@@ -183,6 +213,7 @@ class Encoder(nn.Module):
                  max_length:int=512, normalize:bool=True, add_eos:bool=False):
         super().__init__()
         if pooling not in POOLINGS: raise ValueError(f"Unknown pooling {pooling!r}; choose one of {POOLINGS}.")
+        check_embedder(getattr(model, 'config', None))
         self.model, self.tokenizer = model, tokenizer
         self.pooling, self.query_prompt, self.document_prompt = pooling, query_prompt or '', document_prompt or ''
         self.max_length, self.normalize, self.add_eos = int(max_length), bool(normalize), bool(add_eos)
@@ -209,19 +240,24 @@ def _from_pretrained(cls, name_or_path:str|Path, # A local folder or a Hugging F
                      dtype:torch.dtype|str|None=None, device:str|None=None, padding_side:str|None=None,
                      **model_kwargs) -> Encoder:
     "Load model and tokenizer; settings come from the arguments, else from the folder's saved settings."
-    p = Path(name_or_path)
-    if p.exists(): saved = {**_st_settings(p), **_read_json(p/'gaprune_encoder.json')}
+    p = model_source(name_or_path)
+    if isinstance(p, Path): saved = {**_st_settings(p), **_read_json(p/'gaprune_encoder.json')}
     else:
         from huggingface_hub import snapshot_download  # a hub id: fetch the small config files only
-        saved = _st_settings(Path(snapshot_download(str(name_or_path), allow_patterns=['*.json'])))
+        try: saved = _st_settings(Path(snapshot_download(p, allow_patterns=['*.json'])))
+        except Exception as e:
+            raise ModelLoadError(f"model {p!r} is not a folder here, and loading it as a Hugging Face hub id failed "
+                                 f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
     given = dict(pooling=pooling, query_prompt=query_prompt, document_prompt=document_prompt,
                  max_length=max_length, normalize=normalize, add_eos=add_eos)
     kw = {**saved, **{k: v for k, v in given.items() if v is not None}}
     if isinstance(dtype, str): dtype = getattr(torch, dtype)
-    model = AutoModel.from_pretrained(str(name_or_path), dtype=dtype or torch.float32, **model_kwargs).eval()
+    try: model = AutoModel.from_pretrained(str(p), dtype=dtype or torch.float32, **model_kwargs).eval()
+    except (OSError, ValueError, KeyError) as e:
+        raise ModelLoadError(f"model {name_or_path}: transformers cannot load it ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
     from gaprune_nb.layer_drop import restore_dropped  # re-applies sub-layers dropped by `drop_sublayers` (lazy: it imports core)
     restore_dropped(model)
-    tok = AutoTokenizer.from_pretrained(str(name_or_path))
+    tok = AutoTokenizer.from_pretrained(str(p))
     if padding_side: tok.padding_side = padding_side
     kw.setdefault('max_length', min(getattr(tok, 'model_max_length', 512) or 512, 512))
     enc = cls(model, tok, **{k: v for k, v in kw.items() if k in given})
@@ -286,21 +322,26 @@ def _write_st_files(enc:Encoder, path:Path):
         dict(prompts=prompts, default_prompt_name=None, similarity_fn_name='cosine'), indent=2))
     (path/'gaprune_encoder.json').write_text(json.dumps(enc.settings, indent=2))
 
+def write_model_files(enc:Encoder, path:Path, **kwargs):
+    "Model, tokenizer and sentence-transformers files into the existing folder `path`, with deterministic bytes."
+    enc.model.save_pretrained(path, **kwargs); enc.tokenizer.save_pretrained(path)
+    for f in path.glob('*.safetensors'): canonicalize_file(f)  # transformers' headers vary from run to run
+    _write_st_files(enc, path)
+
 def _save_pretrained(self:Encoder, path:str|Path, **kwargs):
     "Save a transformers folder that also loads with `SentenceTransformer`; written aside, then moved into place."
     path = Path(path)
-    tmp = path.parent/f'.{path.name}.partial'
-    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
-    try:
-        self.model.save_pretrained(tmp, **kwargs); self.tokenizer.save_pretrained(tmp)
-        _write_st_files(self, tmp)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True); raise
-    if not path.exists(): tmp.rename(path); return path
-    for f in tmp.iterdir():  # an existing folder (e.g. with a report beside the model): replace our files only
-        dest = path/f.name
-        if dest.is_dir(): shutil.rmtree(dest)
-        f.replace(dest)
+    if not path.exists() or (path.is_dir() and not any(path.iterdir())):
+        with atomic_dir(path) as tmp: write_model_files(self, tmp, **kwargs)
+        return path
+    # an existing folder (e.g. with a report beside the model): replace our files only, each once complete
+    tmp = path.parent/f'.{path.name}.tmp-model'
+    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir()
+    try: write_model_files(self, tmp, **kwargs); fsync_tree(tmp)
+    except BaseException: shutil.rmtree(tmp, ignore_errors=True); raise
+    for f in tmp.iterdir():
+        if f.is_dir(): replace_dir(f, path/f.name)
+        else: f.replace(path/f.name)
     tmp.rmdir()
     return path
 Encoder.save_pretrained = _save_pretrained

@@ -4,7 +4,6 @@
 
 # %% ../nbs/03_fisher.ipynb #00fb32ab
 from __future__ import annotations
-import datetime
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -17,11 +16,11 @@ from tqdm.auto import tqdm
 
 import gaprune_nb
 from .core import Encoder, find_layers, info_nce, mlp_linears
-from .stats_io import (StatsMismatch, check_identity, dataset_identity, identity_diff, model_identity,
-                                 read_dir, write_atomic)
+from .stats_io import (StatsCorrupt, StatsMismatch, check_identity, dataset_identity, identity_diff,
+                                 model_identity, read_dir, read_manifest, write_atomic)
 
 # %% auto #0
-__all__ = ['STAT_FIELDS', 'MODES', 'triplet_grads', 'GradientStats', 'scored_linears', 'gradient_statistics']
+__all__ = ['STAT_FIELDS', 'MODES', 'triplet_grads', 'GradientStats', 'scored_linears', 'gradient_statistics', 'checkpoint_step']
 
 # %% ../nbs/03_fisher.ipynb #9042c90a
 class _Taps:
@@ -122,14 +121,15 @@ class GradientStats:
 
     @classmethod
     def load(cls, path:str|Path, model:nn.Module|None=None, # If given, must be the model the stats were computed on
-             general=None, domain=None                       # If given, must be the triplets they were computed on
+             general=None, domain=None,                      # If given, must be the triplets they were computed on
+             domain_name:str|None=None                       # If given, must be the domain they were computed for
             ) -> GradientStats:
         "Load statistics saved with `save`, refusing (`StatsMismatch`) a model or data they were not computed on."
         tensors, meta = read_dir(path)
-        if 'params' not in meta: raise ValueError(f"{path}/manifest.json is not a GradientStats manifest.")
-        check_identity(meta, model, general, domain, where=path)
+        if 'params' not in meta: raise StatsCorrupt(f"{path}/manifest.json is not a GradientStats manifest.")
+        check_identity(meta, model, general, domain, where=path, domain_name=domain_name)
         try: d = {f: {k: tensors[f'{f}/{k}'] for k in meta['params']} for f in STAT_FIELDS}
-        except KeyError as e: raise ValueError(f"{path}: tensor {e.args[0]} listed in the manifest is missing.") from None
+        except KeyError as e: raise StatsCorrupt(f"{path}: tensor {e.args[0]} listed in the manifest is missing.") from None
         return cls(**d, n_gen=meta['n_gen'], n_dom=meta['n_dom'], n_batches=meta['n_batches'], manifest=meta)
 
     def summary(self) -> 'pd.DataFrame':
@@ -253,7 +253,7 @@ def gradient_statistics(
 
     ng, nd = len(general), len(domain)
     f32 = lambda d, n=1: {k: (v / n).float() for k, v in d.items()}
-    meta = {**ident, 'created': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}
+    meta = dict(ident)  # no time stamp: the same statistics give the same bytes
     return GradientStats(f32(acc['sumsq_gen'], ng), f32(acc['sumsq_dom'], nd), f32(acc['sum_gen'], ng),
                          f32(acc['sum_dom'], nd), f32(acc['cross']), f32(acc['sq_gen']), f32(acc['sq_dom']),
                          n_gen=ng, n_dom=nd, n_batches=n_pairs, manifest=meta)
@@ -269,14 +269,21 @@ def _resume(path, ident, acc) -> int:
     "Load accumulators from a checkpoint of the same run into `acc`; the number of steps it had done (0 if none)."
     path = Path(path)
     if not any(path.parent.glob(f'.{path.name}.old-*')) and (not path.exists() or not any(path.iterdir())): return 0
-    try: tensors, meta = read_dir(path, _CKPT_FILE)
-    except FileNotFoundError as e: tensors, meta = None, {'error': str(e)}
+    try: meta = read_manifest(path)
+    except FileNotFoundError as e: meta = {'error': str(e)}
     if meta.get('kind') != _CKPT_KIND:
         raise ValueError(f"checkpoint_dir {path} holds something other than a gradient_statistics checkpoint; "
                          "refusing to overwrite it. Pass an empty or new folder.")
     if diffs := identity_diff(meta.get('identity', {}), ident):
-        raise StatsMismatch(f"The checkpoint in {path} is from a different run:\n  - " + '\n  - '.join(diffs) +
-                            "\nDelete it or pass another checkpoint_dir.")
+        raise StatsMismatch(f"The checkpoint in {path} is from a different run: " + '; '.join(diffs) +
+                            ". Delete it or pass another checkpoint_dir.")
+    tensors, meta = read_dir(path, _CKPT_FILE)
     for a, d in acc.items():
         for k in d: d[k].copy_(tensors[f'{a}/{k}'])
     return int(meta['step'])
+
+def checkpoint_step(path:str|Path) -> int:
+    "Steps done by the `gradient_statistics` checkpoint in `path` (0 if there is none); reads only its manifest."
+    try: meta = read_manifest(path)
+    except (FileNotFoundError, StatsCorrupt): return 0
+    return int(meta.get('step', 0)) if meta.get('kind') == _CKPT_KIND else 0

@@ -4,16 +4,17 @@
 
 # %% ../nbs/05a_masks.ipynb #d297314f
 from __future__ import annotations
-import math, os, re, tempfile
+import math, re
 from pathlib import Path
 from typing import Callable
 
 import torch
 from torch import nn, Tensor
 from safetensors import safe_open
-from safetensors.torch import save_file, load_file
+from safetensors.torch import load_file
 
 from .core import mlp_linears
+from .store import save_tensors
 
 # %% auto #0
 __all__ = ['CHUNK', 'SCOPES', 'MaskError', 'kth_largest', 'layer_of', 'make_mask', 'resolve_mask', 'apply_mask',
@@ -206,21 +207,13 @@ def mask_difference(a:dict, b:dict) -> float:
 
 # %% ../nbs/05a_masks.ipynb #a08e3bfe
 def save_mask(mask:dict, path:str|Path, metadata:dict|None=None) -> Path:
-    "Save a mask as a safetensors file of bool tensors (atomic: temporary file, then rename)."
+    "Save a mask as a safetensors file of bool tensors (atomic, and the same mask gives the same bytes)."
     path = Path(path)
     bad = [k for k, v in mask.items() if not isinstance(v, Tensor) or v.dtype != torch.bool]
     if not mask or bad: raise MaskError(f"Expected a non-empty dict of torch.bool tensors; not bool: {bad[:5]}")
     kept, n = sum(int(v.sum()) for v in mask.values()), sum(v.numel() for v in mask.values())
     meta = {'format': 'gaprune_mask', 'sparsity': f'{1 - kept/n:.8f}', **{str(k): str(v) for k, v in (metadata or {}).items()}}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp'); os.close(fd)
-    try:
-        save_file({k: v.detach().contiguous().cpu() for k, v in mask.items()}, tmp, metadata=meta)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp): os.remove(tmp)
-        raise
-    return path
+    return save_tensors(mask, path, meta)
 
 def load_mask(path:str|Path, device:str='cpu') -> dict:
     "Load a mask saved by `save_mask` (any safetensors file of bool tensors)."

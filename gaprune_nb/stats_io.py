@@ -4,16 +4,18 @@
 
 # %% ../nbs/03a_stats_io.ipynb #78ddc5e1
 from __future__ import annotations
-import hashlib, json, shutil, uuid
+import hashlib, json
 from pathlib import Path
 
 import torch
 from torch import nn, Tensor
-from safetensors.torch import save_file, load_file
+from safetensors.torch import load_file
+from .store import atomic_dir, recover_dir, save_tensors, sha256_file, write_json
 
 # %% auto #0
 __all__ = ['TRIPLET_COLUMNS', 'TENSORS_FILE', 'StatsMismatch', 'dataset_sha256', 'dataset_identity', 'tensors_sha256',
-           'config_sha256', 'model_identity', 'identity_diff', 'check_identity', 'write_atomic', 'read_dir']
+           'config_sha256', 'model_identity', 'identity_diff', 'check_identity', 'StatsCorrupt', 'write_atomic',
+           'read_manifest', 'read_dir']
 
 # %% ../nbs/03a_stats_io.ipynb #1d759d5d
 class StatsMismatch(ValueError):
@@ -68,7 +70,7 @@ def model_identity(model:nn.Module, # An `Encoder` (or any module the names are 
                 settings=getattr(model, 'settings', None))
 
 # %% ../nbs/03a_stats_io.ipynb #26f75d4f
-_INFORMATIONAL = ('name_or_path', 'created', 'gaprune_nb_version')
+_INFORMATIONAL = ('name_or_path', 'created', 'gaprune_nb_version', 'files')
 
 def _short(v): return v[:12] + '…' if isinstance(v, str) and len(v) > 16 else repr(v)
 
@@ -82,48 +84,61 @@ def identity_diff(saved:dict, given:dict, prefix:str='') -> list[str]:
         elif a != b: out.append(f"{prefix}{k}: saved {_short(a)}, given {_short(b)}")
     return out
 
-def check_identity(manifest:dict, model:nn.Module|None=None, general=None, domain=None, where:str='') -> None:
-    "Raise `StatsMismatch` listing every way `model`, `general` or `domain` differ from what `manifest` records."
+def check_identity(manifest:dict,               # A statistics manifest (see `GradientStats.save`)
+                   model:nn.Module|None=None,   # If given: must be the model the statistics were computed on
+                   general=None, domain=None,   # If given: must be the triplets they were computed on
+                   where:str='',                # The folder, for the message
+                   domain_name:str|None=None    # If given: must be the domain they were computed for
+                  ) -> None:
+    "Raise `StatsMismatch` (one line) naming every way `model`, data or domain differ from what `manifest` records."
     diffs = []
+    if domain_name is not None and manifest.get('domain') not in (None, domain_name):
+        diffs.append(f"computed on {manifest['domain']}, asked for {domain_name}")
     if model is not None: diffs += identity_diff(manifest['model'], model_identity(model, manifest['params']), 'model.')
     for side, ds in (('general', general), ('domain', domain)):
         if ds is not None: diffs += identity_diff(manifest['data'][side], dataset_identity(ds), f'{side} data.')
     if diffs:
-        raise StatsMismatch(f"The statistics{' in ' + str(where) if where else ''} were computed on something else:\n  - "
-                            + '\n  - '.join(diffs) + "\nRecompute them with `gradient_statistics` for this model and data.")
+        raise StatsMismatch(f"The statistics{' in ' + str(where) if where else ''} do not fit: " + '; '.join(diffs)
+                            + ". Recompute them for this model and data (or point at the right statistics).")
 
 # %% ../nbs/03a_stats_io.ipynb #a1b4a3e6
 TENSORS_FILE = 'stats.safetensors'
 
-def write_atomic(path:str|Path, tensors:dict, meta:dict, tensors_file:str=TENSORS_FILE) -> Path:
-    "Write `tensors` (safetensors) and `meta` (`manifest.json`) to the folder `path`, atomically."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    tag = uuid.uuid4().hex[:8]
-    tmp, old = path.with_name(f'.{path.name}.tmp-{tag}'), path.with_name(f'.{path.name}.old-{tag}')
-    try:
-        tmp.mkdir()
-        save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, str(tmp/tensors_file))
-        (tmp/'manifest.json').write_text(json.dumps(meta, indent=1))
-        if path.exists(): path.rename(old)
-        tmp.rename(path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if old.exists() and not path.exists(): old.rename(path)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
-    return path
+class StatsCorrupt(ValueError):
+    "A statistics or checkpoint folder whose files are damaged, truncated or edited."
 
-def _recover(path:Path):
-    "Put back a backup left by a process that died between the two renames of `write_atomic`."
-    if path.exists(): return
-    olds = sorted(path.parent.glob(f'.{path.name}.old-*'), key=lambda p: p.stat().st_mtime)
-    if olds: olds[-1].rename(path)
+def write_atomic(path:str|Path,    # The folder to write (replaced atomically if it exists)
+                 tensors:dict,     # {name: tensor}
+                 meta:dict,        # JSON-able manifest; the tensors file's sha256 is added under 'files'
+                 tensors_file:str=TENSORS_FILE) -> Path:
+    "Write `tensors` (safetensors) and `meta` (`manifest.json`, with the tensors' checksum) to the folder `path`, atomically."
+    with atomic_dir(path) as tmp:
+        save_tensors(tensors, tmp/tensors_file)
+        write_json(tmp/'manifest.json', {**meta, 'files': {tensors_file: sha256_file(tmp/tensors_file)}})
+    return Path(path)
+
+def read_manifest(path:str|Path) -> dict:
+    "The manifest of a folder written by `write_atomic`; `StatsCorrupt` (one line) if it is not valid JSON."
+    path = Path(path); recover_dir(path)
+    man = path/'manifest.json'
+    if not man.is_file(): raise FileNotFoundError(f"{path} holds no saved statistics (expected {man}).")
+    try: meta = json.loads(man.read_bytes().decode('utf-8'))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise StatsCorrupt(f"{man} is damaged (not valid JSON: {e}); delete {path} and recompute.") from None
+    if not isinstance(meta, dict): raise StatsCorrupt(f"{man} is damaged (not a JSON object); delete {path} and recompute.")
+    return meta
 
 def read_dir(path:str|Path, tensors_file:str=TENSORS_FILE) -> tuple[dict, dict]:
-    "The tensors and manifest of a folder written by `write_atomic`."
-    path = Path(path); _recover(path)
-    if not (path/'manifest.json').is_file():
-        raise FileNotFoundError(f"{path} holds no saved statistics (expected {path/'manifest.json'}).")
-    meta = json.loads((path/'manifest.json').read_text())
-    if not (path/tensors_file).is_file(): raise FileNotFoundError(f"{path} has a manifest but no {tensors_file}.")
-    return load_file(str(path/tensors_file)), meta
+    "The tensors and manifest of a folder written by `write_atomic`, after checking the tensors' sha256."
+    path = Path(path); meta = read_manifest(path)
+    f = path/tensors_file
+    if not f.is_file(): raise StatsCorrupt(f"{path} has a manifest but no {tensors_file}; delete {path} and recompute.")
+    want = (meta.get('files') or {}).get(tensors_file)
+    if want is None:
+        raise StatsCorrupt(f"{path/'manifest.json'} records no checksum for {tensors_file} (written by an older "
+                           "gaprune_nb); recompute the statistics.")
+    if sha256_file(f) != want:
+        raise StatsCorrupt(f"{f} does not match the sha256 in its manifest (truncated, damaged or edited); "
+                           f"delete {path} and recompute.")
+    try: return load_file(str(f)), meta
+    except Exception as e: raise StatsCorrupt(f"{f} cannot be read ({e}); delete {path} and recompute.") from None
