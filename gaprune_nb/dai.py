@@ -15,8 +15,8 @@ from .core import Encoder, evaluating, mlp_linears
 from .masks import kth_largest, make_mask, apply_mask, MaskError
 
 # %% auto #0
-__all__ = ['NORMALIZATIONS', 'METHODS', 'scored_weights', 'term_scale', 'dai_scores', 'ScoreConfig', 'activation_norms',
-           'gaprune_scores', 'importance', 'PruneConfig', 'prune']
+__all__ = ['NORMALIZATIONS', 'scored_weights', 'term_scale', 'dai_scores', 'ScoreConfig', 'activation_norms', 'gaprune_scores',
+           'importance', 'PruneConfig', 'prune']
 
 # %% ../nbs/05_dai.ipynb #24b4908a
 def scored_weights(model:nn.Module|dict,     # A model, or already a dict {name: weight tensor}
@@ -165,7 +165,7 @@ def activation_norms(encoder:Encoder,             # The model to calibrate (toke
     return {k: v.sqrt().float() for k, v in sq.items()}
 
 # %% ../nbs/05_dai.ipynb #e1be0bc8
-METHODS = ('random', 'magnitude', 'fisher-gen', 'fisher-dom', 'wanda', 'gaprune', 'gaprune-official')
+from .options import METHODS  # the registry: names, what each needs, one line each
 
 def _stored(d:dict|None, dtype:str|None) -> dict|None:
     "Round tensors through `dtype` (how a statistic stored in fp16 comes back), as fp32."

@@ -29,13 +29,22 @@ def data_root(root:str|Path|None=None, # data folder; defaults to the `GAPRUNE_D
     "The data folder: `root` if given, else `$GAPRUNE_DATA`, else a `DataError` explaining how to set it."
     root = root if root is not None else os.environ.get("GAPRUNE_DATA")
     if not root: raise DataError("no data folder: set the environment variable GAPRUNE_DATA to the data folder "
-                                 "(e.g. `export GAPRUNE_DATA=/path/to/data`) or pass `root=`")
+                                 "(e.g. `export GAPRUNE_DATA=/path/to/data`) or pass --data DIR on the command line (`root=` in Python)")
     path = Path(root).expanduser()
     if not path.is_dir(): raise DataError(f"data folder {path} does not exist (from `root=` or GAPRUNE_DATA)")
     return path
 
 # %% ../nbs/01_data.ipynb #274fdc99
 def _where(path, n=None): return f"{path}" + (f", line {n}" if n is not None else "")
+
+def _lines(path:Path):
+    "(line number, text) of a UTF-8 text file; a `DataError` naming the line and byte of anything that is not UTF-8."
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            try: yield n, raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataError(f"{_where(path, n)}: not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1}); "
+                                "save the file as UTF-8") from None
 
 def read_jsonl(path:str|Path, # a `.jsonl` file, one JSON object per line
                fields:list[str], # the fields every row must have; they become the columns
@@ -46,17 +55,16 @@ def read_jsonl(path:str|Path, # a `.jsonl` file, one JSON object per line
     path, defaults = Path(path), defaults or {}
     if not path.is_file(): raise DataError(f"missing file: {path}")
     cols = {f: [] for f in fields}
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if limit is not None and len(cols[fields[0]]) >= limit: break
-            if not line.strip(): continue
-            try: row = json.loads(line)
-            except json.JSONDecodeError as e: raise DataError(f"{_where(path, n)}: invalid JSON ({e.msg})") from None
-            if not isinstance(row, dict): raise DataError(f"{_where(path, n)}: expected a JSON object")
-            for f in fields:
-                if f in row: cols[f].append(row[f])
-                elif f in defaults: cols[f].append(defaults[f])
-                else: raise DataError(f"{_where(path, n)}: missing field {f!r} (row has {sorted(row)})")
+    for n, line in _lines(path):
+        if limit is not None and len(cols[fields[0]]) >= limit: break
+        if not line.strip(): continue
+        try: row = json.loads(line)
+        except json.JSONDecodeError as e: raise DataError(f"{_where(path, n)}: invalid JSON ({e.msg})") from None
+        if not isinstance(row, dict): raise DataError(f"{_where(path, n)}: expected a JSON object")
+        for f in fields:
+            if f in row: cols[f].append(row[f])
+            elif f in defaults: cols[f].append(defaults[f])
+            else: raise DataError(f"{_where(path, n)}: missing field {f!r} (row has {sorted(row)})")
     if not cols[fields[0]]: raise DataError(f"{path}: empty file (no rows)")
     return cols
 
@@ -147,14 +155,13 @@ def read_qrels(path:str|Path, # a BEIR qrels `.tsv` with header `query-id  corpu
     "Read BEIR qrels into `{query_id: {corpus_id: score}}`, checking ids and scores."
     path, qrels = Path(path), {}
     if not path.is_file(): raise DataError(f"missing file: {path}")
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            parts = line.rstrip("\n").split("\t")
-            if n == 1 and parts[0] == "query-id": continue
-            if not line.strip(): continue
-            if len(parts) != 3: raise DataError(f"{_where(path, n)}: expected 3 tab-separated columns, got {len(parts)}")
-            try: qrels.setdefault(parts[0], {})[parts[1]] = int(float(parts[2]))
-            except ValueError: raise DataError(f"{_where(path, n)}: score {parts[2]!r} is not a number") from None
+    for n, line in _lines(path):
+        parts = line.rstrip("\n").split("\t")
+        if n == 1 and parts[0] == "query-id": continue
+        if not line.strip(): continue
+        if len(parts) != 3: raise DataError(f"{_where(path, n)}: expected 3 tab-separated columns, got {len(parts)}")
+        try: qrels.setdefault(parts[0], {})[parts[1]] = int(float(parts[2]))
+        except ValueError: raise DataError(f"{_where(path, n)}: score {parts[2]!r} is not a number") from None
     if not qrels: raise DataError(f"{path}: empty qrels (no judgements)")
     for what, known, ids in (("query", query_ids, qrels), ("corpus", corpus_ids, {c for d in qrels.values() for c in d})):
         bad = sorted(set(ids) - known) if known is not None else []
@@ -202,7 +209,7 @@ def read_json(path:str|Path) -> object:
     "Read a JSON file, raising `DataError` if it is missing or invalid."
     path = Path(path)
     if not path.is_file(): raise DataError(f"missing file: {path}")
-    try: return json.loads(path.read_text(encoding="utf-8"))
+    try: return json.loads("".join(l for _, l in _lines(path)))
     except json.JSONDecodeError as e: raise DataError(f"{path}: invalid JSON ({e.msg})") from None
 
 # %% ../nbs/01_data.ipynb #753850d7

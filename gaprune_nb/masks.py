@@ -15,10 +15,11 @@ from safetensors.torch import load_file
 
 from .core import mlp_linears
 from .store import save_tensors
+from .options import SCOPES, check_scope
 
 # %% auto #0
-__all__ = ['CHUNK', 'SCOPES', 'MaskError', 'kth_largest', 'layer_of', 'make_mask', 'resolve_mask', 'apply_mask',
-           'mask_difference', 'save_mask', 'load_mask', 'mask_metadata', 'sparsity_report']
+__all__ = ['CHUNK', 'MaskError', 'kth_largest', 'layer_of', 'make_mask', 'resolve_mask', 'apply_mask', 'mask_difference',
+           'save_mask', 'load_mask', 'mask_metadata', 'sparsity_report']
 
 # %% ../nbs/05a_masks.ipynb #54620b18
 CHUNK = 1 << 18  # values per chunk in every pass over the scores: bounds the working memory
@@ -104,8 +105,6 @@ def _topk_mask(scores:dict, k:int) -> dict:
     return {nm: m.view(scores[nm].shape) for nm, m in out.items()}
 
 # %% ../nbs/05a_masks.ipynb #12064753
-SCOPES = ('global', 'layer', 'matrix', 'row', 'N:M')
-
 def layer_of(name:str) -> str:
     "The transformer layer a qualified module name belongs to: the name up to its first numeric component."
     m = re.match(r'^(.*?(?:^|\.)\d+)(?:\.|$)', name)
@@ -146,18 +145,11 @@ def make_mask(scores:dict,                  # {qualified Linear name: score tens
              ) -> dict:
     "Keep the highest-scoring weights in each comparison group: {name: bool tensor}, True = keep."
     _numel(scores)
-    nm_ = re.fullmatch(r'(\d+):(\d+)', scope or '')
-    if nm_:
-        n, m = map(int, nm_.groups())
-        if not 0 < n <= m: raise MaskError(f"An N:M scope needs 0 < N <= M, got {scope!r}.")
-        if sparsity is not None and abs(sparsity - (1 - n/m)) > 1e-9:
-            raise MaskError(f"Scope {scope!r} fixes the sparsity at {1 - n/m}; got sparsity={sparsity}.")
-        return _n_of_m(scores, n, m)
-    if sparsity is None or not 0 <= sparsity <= 1:
-        raise MaskError(f"sparsity must be a number in [0, 1] (the share of weights to prune), got {sparsity!r}.")
+    try: nm_ = check_scope(scope if groups is None or ':' in (scope or '') else 'global', sparsity)
+    except ValueError as e: raise MaskError(str(e)) from None
+    if nm_: return _n_of_m(scores, *nm_)
     if scope == 'row' and groups is None: return _per_row(scores, sparsity)
     if groups is None:
-        if scope not in ('global', 'layer', 'matrix'): raise MaskError(f"Unknown scope {scope!r}; choose one of {SCOPES}.")
         groups = {'global': lambda nm: '', 'layer': layer_of, 'matrix': lambda nm: nm}[scope]
     by = {}
     for nm, s in scores.items(): by.setdefault(groups(nm), {})[nm] = s

@@ -4,33 +4,33 @@
 
 # %% ../nbs/11_pipeline.ipynb #3cde1320
 from __future__ import annotations
-import json, shutil, time
+import math, shutil, sys, time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import __version__
-from .core import Encoder, mlp_linears, seed_everything
-from .data import DOMAINS, domain_triplets
+from .core import Encoder, find_layers, mlp_linears, model_source, seed_everything, write_model_files
+from .data import DOMAINS, data_root, domain_triplets
 from .sampling import kmeans_sample
-from .fisher import GradientStats, gradient_statistics
-from .dai import METHODS, PruneConfig, importance, prune
+from .fisher import GradientStats, checkpoint_step, gradient_statistics
+from .dai import PruneConfig, importance, prune
 from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
-from .stats_io import dataset_sha256
+from .options import check_scope, method
+from .stats_io import StatsCorrupt, StatsMismatch, check_identity, dataset_sha256, read_manifest
+from .store import OutputError, atomic_dir, check_output, sha256_json, write_json, write_text
 
 # %% auto #0
-__all__ = ['STATS_METHODS', 'RunConfig', 'calibration_sets', 'prune_run', 'report_markdown', 'write_report', 'save_run']
+__all__ = ['CACHE_MARKER', 'RunConfig', 'calibration_sets', 'prune_run', 'report_markdown', 'write_report', 'save_run']
 
 # %% ../nbs/11_pipeline.ipynb #27ff2e96
-STATS_METHODS = ('gaprune', 'gaprune-official', 'fisher-gen', 'fisher-dom')
-
 @dataclass
 class RunConfig:
-    "Everything that defines a pruning run."
+    "Everything that defines a pruning run (checked when it is made, before anything is loaded)."
     model: str|None = None      # model folder or hub id; None: the all-MiniLM-L6-v2 fixture
     domain: str = 'finance'     # target domain (calibration triplets and evaluation suite)
-    method: str = 'gaprune'     # one of `gaprune_nb.dai.METHODS`
-    sparsity: float = 0.5       # share of scored (MLP) weights set to zero
+    method: str = 'gaprune'     # one of `gaprune_nb.options.METHODS`
+    sparsity: float = 0.5       # share of scored (MLP) weights set to zero (implied by an N:M scope)
     scope: str = 'global'       # mask scope: 'global', 'layer', 'matrix', 'row' or 'N:M'
     n_calib: int = 256          # k-means-selected triplets per domain (general and target)
     pool: int|None = 4000       # triplets per domain embedded for k-means (seeded random subset); None: all
@@ -40,12 +40,19 @@ class RunConfig:
     data: str|None = None       # data folder; None: $GAPRUNE_DATA
 
     def __post_init__(self):
-        if self.method not in METHODS: raise ValueError(f"Unknown method {self.method!r}; choose one of {METHODS}.")
+        method(self.method)
         if self.domain not in DOMAINS or self.domain == 'general':
             raise ValueError(f"domain must be one of {[d for d in DOMAINS if d != 'general']}, not {self.domain!r}")
-        if ':' not in self.scope and not 0 < self.sparsity < 1:
-            raise ValueError(f"sparsity must be in (0, 1), not {self.sparsity}")
-        if self.n_calib < 1: raise ValueError(f"n_calib must be positive, not {self.n_calib}")
+        nm = check_scope(self.scope, None if ':' in str(self.scope) else self.sparsity)
+        if nm is None and not 0 < self.sparsity < 1: raise ValueError(f"sparsity must be in (0, 1), not {self.sparsity}")
+        if nm: self.sparsity = 1 - nm[0]/nm[1]
+        for k in ('n_calib', 'batch_size'):
+            if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 1):
+                raise ValueError(f"{k} must be a positive integer, not {getattr(self, k)!r}")
+        if self.pool is not None and not (isinstance(self.pool, int) and self.pool >= 0):
+            raise ValueError(f"pool must be a non-negative integer (0 or None: all triplets), not {self.pool!r}")
+        if self.max_length is not None and not (isinstance(self.max_length, int) and self.max_length >= 1):
+            raise ValueError(f"max_length must be a positive integer or None, not {self.max_length!r}")
 
 # %% ../nbs/11_pipeline.ipynb #fd0bd672
 def calibration_sets(encoder:Encoder, domain:str, n:int=256, seed:int=0, pool:int|None=4000,
@@ -60,12 +67,16 @@ def calibration_sets(encoder:Encoder, domain:str, n:int=256, seed:int=0, pool:in
 
 # %% ../nbs/11_pipeline.ipynb #6caf6269
 @contextmanager
-def _timed(timings:dict, stage:str):
+def _stage(timings:dict, stage:str, verbose:bool=True):
+    "Print a heading, run the stage, record and print its wall time."
+    if verbose: print(f"== {stage}", file=sys.stderr, flush=True)
     t = time.perf_counter()
     try: yield
-    finally: timings[stage] = round(time.perf_counter() - t, 2)
+    finally:
+        timings[stage] = round(time.perf_counter() - t, 2)
+        if verbose: print(f"   {stage}: {timings[stage]:.1f}s", file=sys.stderr, flush=True)
 
-def _report(cfg:RunConfig, enc:Encoder, mask:dict, calib:dict, timings:dict, magnitude_diff:float) -> dict:
+def _report(cfg:RunConfig, enc:Encoder, mask:dict, calib:dict, timings:dict, magnitude_diff:float, resumed:dict) -> dict:
     lin = mlp_linears(enc)
     zeros = sum(int((m.weight == 0).sum()) for m in lin.values())
     total = sum(m.weight.numel() for m in lin.values())
@@ -73,38 +84,96 @@ def _report(cfg:RunConfig, enc:Encoder, mask:dict, calib:dict, timings:dict, mag
     return dict(gaprune_nb=__version__, config=asdict(cfg), encoder=enc.settings,
                 calibration={k: dict(n=len(v), sha256=dataset_sha256(v)) for k, v in calib.items()},
                 scored_weights=total, zero_weights=zeros, sparsity=zeros/total,
-                differs_from_magnitude=magnitude_diff, per_layer=layers.to_dict('records'), seconds=timings)
+                differs_from_magnitude=magnitude_diff, per_layer=layers.to_dict('records'), resumed=resumed,
+                seconds=timings)
 
 # %% ../nbs/11_pipeline.ipynb #89b2be0b
-def prune_run(cfg:RunConfig, out:str|Path|None=None, # Output folder (written atomically); None: keep in memory
+CACHE_MARKER = 'gaprune_cache.json'
+
+def _work_dir(out:Path|None, cache, protect:tuple) -> Path|None:
+    "The folder for statistics checkpoints: `cache`, else `<out>.partial`; refused if it holds files we did not write."
+    if cache is None and out is None: return None
+    work = Path(cache) if cache is not None else out.with_name(out.name + '.partial')
+    work = check_output(work, True, protect, marker=CACHE_MARKER, flag='--cache' if cache is not None else 'work folder')
+    work.mkdir(parents=True, exist_ok=True)
+    if not (work/CACHE_MARKER).exists(): write_json(work/CACHE_MARKER, dict(format='gaprune_nb cache', out=str(out)))
+    return work
+
+def _statistics(cfg:RunConfig, enc:Encoder, calib:dict, work:Path|None, keep:bool, checkpoint_every:int,
+                show_progress:bool) -> tuple[GradientStats, dict]:
+    "Gradient statistics, resumed from (and checkpointed to) `work`; `keep`: also store the finished ones there."
+    gen, dom = calib['general'], calib[cfg.domain]
+    kw = dict(batch_size=cfg.batch_size, domain_name=cfg.domain, show_progress=show_progress)
+    key = sha256_json(dict(model=str(cfg.model), data=[dataset_sha256(gen), dataset_sha256(dom)], settings=kw,
+                           max_length=cfg.max_length))[:12]
+    where = work/f'statistics-{key}' if work else None
+    if where and (where/'stats').exists():  # finished statistics kept in a cache folder
+        try: return GradientStats.load(where/'stats', enc, gen, dom, cfg.domain), dict(statistics=f'loaded from {where/"stats"}')
+        except (StatsMismatch, StatsCorrupt): shutil.rmtree(where/'stats')  # ours, and stale: recompute
+    ckpt = where/'checkpoint' if where else None
+    total = math.ceil(max(len(gen), len(dom)) / cfg.batch_size)
+    ml = enc.max_length
+    if cfg.max_length: enc.max_length = min(ml, cfg.max_length)
+    try:
+        for attempt in (0, 1):
+            step = checkpoint_step(ckpt) if ckpt else 0
+            try:
+                stats = gradient_statistics(enc, gen, dom, checkpoint_dir=ckpt, checkpoint_every=checkpoint_every, **kw)
+                break
+            except (StatsMismatch, StatsCorrupt):  # a checkpoint of other settings or weights in our own folder
+                if attempt or ckpt is None: raise
+                shutil.rmtree(ckpt)
+    finally: enc.max_length = ml
+    if step and show_progress: print(f"   resumed from step {step} of {total} ({ckpt})", file=sys.stderr)
+    if ckpt and keep: stats.save(where/'stats')
+    if ckpt: shutil.rmtree(ckpt, ignore_errors=True)
+    return stats, (dict(statistics=f'resumed from step {step} of {total}') if step else {})
+
+def prune_run(cfg:RunConfig,                      # The run's settings
+              out:str|Path|None=None,             # Output folder (written atomically); None: keep in memory
               stats:GradientStats|str|Path|None=None,  # Reuse statistics (object or saved folder, checked against model and data)
-              show_progress:bool=True) -> tuple[Encoder, dict, dict]:
+              show_progress:bool=True,            # Stage headings, times and progress bars (on stderr)
+              overwrite:bool=False,               # Replace a previous run in `out` (only a folder with a gaprune report)
+              cache:str|Path|None=None,           # Statistics checkpoints and finished statistics (default `<out>.partial`)
+              checkpoint_every:int=20,            # Statistics steps between checkpoints
+             ) -> tuple[Encoder, dict, dict]:
     "Prune `cfg.model` for `cfg.domain`; returns (pruned encoder, mask, report) and writes them to `out`."
     from gaprune_nb.fixtures import minilm_path
+    m, say = method(cfg.method), show_progress
+    # every check before anything is loaded
+    root = data_root(cfg.data) if m.calib else None
+    src = model_source(cfg.model or minilm_path())
+    if isinstance(stats, (str, Path)):
+        check_identity(read_manifest(stats), where=stats, domain_name=cfg.domain)
+        if not m.stats: raise ValueError(f"--stats: method {cfg.method!r} uses no gradient statistics.")
+    if checkpoint_every < 1: raise ValueError(f"checkpoint_every must be >= 1, not {checkpoint_every}")
+    protect = (root,) if root else ()
+    out = check_output(out, overwrite, protect) if out is not None else None
+    work = _work_dir(out, cache, protect) if m.stats and not isinstance(stats, (GradientStats, str, Path)) else None
+
     seed_everything(cfg.seed)
-    timings, calib = {}, {}
-    with _timed(timings, 'load'): enc = Encoder.from_pretrained(cfg.model or minilm_path())
-    if cfg.method in STATS_METHODS + ('wanda',):
-        with _timed(timings, 'sample'):
-            calib = calibration_sets(enc, cfg.domain, cfg.n_calib, cfg.seed, cfg.pool, cfg.data, show_progress)
-    if cfg.method in STATS_METHODS and not isinstance(stats, GradientStats):
-        with _timed(timings, 'statistics'):
-            if stats is not None: stats = GradientStats.load(stats, enc, calib['general'], calib[cfg.domain])
-            else:
-                ml = enc.max_length
-                if cfg.max_length: enc.max_length = min(ml, cfg.max_length)
-                try: stats = gradient_statistics(enc, calib['general'], calib[cfg.domain], batch_size=cfg.batch_size,
-                                                 domain_name=cfg.domain, show_progress=show_progress)
-                finally: enc.max_length = ml
-    with _timed(timings, 'score+mask'):
+    timings, calib, resumed = {}, {}, {}
+    with _stage(timings, 'load model', say):
+        enc = Encoder.from_pretrained(src)
+        find_layers(enc)  # an unsupported architecture fails here, before any real work
+    if m.calib:
+        with _stage(timings, 'calibration sample (k-means)', say):
+            calib = calibration_sets(enc, cfg.domain, cfg.n_calib, cfg.seed, cfg.pool, root, show_progress)
+    if m.stats and not isinstance(stats, GradientStats):
+        with _stage(timings, 'gradient statistics', say):
+            if stats is not None: stats = GradientStats.load(stats, enc, calib['general'], calib[cfg.domain], cfg.domain)
+            else: stats, resumed = _statistics(cfg, enc, calib, work, cache is not None, checkpoint_every, show_progress)
+    with _stage(timings, 'scores and mask', say):
         mask = prune(enc, PruneConfig(method=cfg.method, sparsity=cfg.sparsity, scope=cfg.scope, seed=cfg.seed),
                      stats=stats, calib=calib.get(cfg.domain), apply=False)
+    with _stage(timings, 'comparison with magnitude pruning', say):
         magnitude = make_mask(importance('magnitude', enc), None if ':' in cfg.scope else cfg.sparsity, cfg.scope)
         diff = mask_difference(mask, magnitude)
         apply_mask(enc, mask)
-    report = _report(cfg, enc, mask, calib, timings, diff)
+    report = _report(cfg, enc, mask, calib, timings, diff, resumed)
     if out is not None:
-        with _timed(timings, 'save'): save_run(out, enc, mask, report, stats)
+        with _stage(timings, 'save', say): save_run(out, enc, mask, report, stats)
+        if work is not None and cache is None: shutil.rmtree(work, ignore_errors=True)
     return enc, mask, report
 
 # %% ../nbs/11_pipeline.ipynb #887e7321
@@ -117,31 +186,26 @@ def report_markdown(report:dict) -> str:
              f"(sparsity {report['sparsity']:.4f})",
              f"- keep/prune decisions that differ from magnitude pruning: {report['differs_from_magnitude']:.2%}"]
     for k, v in report['calibration'].items(): lines.append(f"- calibration {k}: {v['n']} triplets (sha256 {v['sha256'][:12]})")
-    lines += ['', '| stage | seconds |', '|---|---|'] + [f"| {k} | {v:.1f} |" for k, v in report['seconds'].items()]
+    for k, v in (report.get('resumed') or {}).items(): lines.append(f"- {k}: {v}")
     lines += ['', '| layer | kept | total | sparsity |', '|---|---|---|---|']
     lines += [f"| {r['layer']} | {r['kept']:,} | {r['numel']:,} | {r['sparsity']:.3f} |" for r in report['per_layer']]
     if 'evaluation' in report:
         lines += ['', '## Evaluation', ''] + [f"- {k}: {v}" for k, v in report['evaluation'].items()]
     return '\n'.join(lines) + '\n'
 
-def write_report(out:str|Path, report:dict):
-    "Write `gaprune_report.json` and `gaprune_report.md` into `out`."
-    out = Path(out)
-    (out/'gaprune_report.json').write_text(json.dumps(report, indent=1, default=float))
-    (out/'gaprune_report.md').write_text(report_markdown(report))
+def write_report(out:str|Path, # The run folder
+                 report:dict   # As returned by `prune_run`; its wall-clock 'seconds' are not written
+                ):
+    "Write `gaprune_report.json` and `gaprune_report.md` into `out` (deterministic bytes, each file atomic)."
+    out, saved = Path(out), {k: v for k, v in report.items() if k != 'seconds'}
+    write_text(out/'gaprune_report.md', report_markdown(saved))
+    write_json(out/'gaprune_report.json', saved)  # last: it marks the folder as a finished run
 
 def save_run(out:str|Path, enc:Encoder, mask:dict, report:dict, stats:GradientStats|None=None) -> Path:
-    "Write model, mask, statistics and report to `out`, atomically."
-    out = Path(out)
-    tmp = out.with_name(out.name + '.partial')
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        enc.save_pretrained(tmp)
+    "Write model, mask, statistics and report to `out`, atomically (an old run there stays until the new one is in)."
+    with atomic_dir(out) as tmp:
+        write_model_files(enc, tmp)
         save_mask(mask, tmp/'mask.safetensors', metadata={'method': report['config']['method']})
         if stats is not None: stats.save(tmp/'stats')
         write_report(tmp, report)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True); raise
-    if out.exists(): shutil.rmtree(out)
-    tmp.rename(out)
-    return out
+    return Path(out)

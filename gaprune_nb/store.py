@@ -182,6 +182,6 @@ def check_output(path:str|Path,        # The requested output folder
             raise OutputError(f"{flag} {path} exists and is not empty; choose a new folder, or pass --overwrite to "
                               f"replace a previous gaprune run there.")
         if not (r/marker).is_file():
-            raise OutputError(f"{flag} {path} is not a gaprune run folder (it has no {marker}); refusing to replace "
-                              f"it even with --overwrite. Choose a new folder.")
+            raise OutputError(f"{flag} {path} holds files gaprune_nb did not write (it has no {marker}); refusing to "
+                              f"replace or use it, even with --overwrite. Choose a new folder.")
     return r
