@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse, sys, time
 from pathlib import Path
 
+from .options import METHODS, REGISTRY, check_scope  # light: no torch, so --help and bad arguments answer at once
+
 # %% auto #0
 __all__ = ['demo', 'evaluate_model', 'run', 'build_parser', 'main']
 
@@ -15,19 +17,25 @@ def _default_model() -> str:
     from gaprune_nb.fixtures import minilm_path
     return str(minilm_path())
 
-def demo(model:str|None=None, domain:str='finance', n:int=64, data:str|None=None):
+def demo(model:str|None=None, # Model folder or hub id (default: the all-MiniLM-L6-v2 fixture)
+         domain:str='finance', # Which triplets to embed
+         n:int=64,             # How many triplets
+         data:str|None=None    # Data folder (default: $GAPRUNE_DATA)
+        ):
     "Embed `n` triplets of `domain`, report positive-vs-negative accuracy and the MLP/attention parameter split."
-    from gaprune_nb.core import Encoder, param_breakdown, find_layers
-    from gaprune_nb.data import domain_triplets
+    from gaprune_nb.core import Encoder, param_breakdown, find_layers, model_source
+    from gaprune_nb.data import data_root, domain_triplets
     from gaprune_nb.retraining import evaluate_triplets
     t0 = time.time()
-    enc = Encoder.from_pretrained(model or _default_model())
-    trip = domain_triplets(domain, root=data).shuffle(seed=0).select(range(n))
+    root, src = data_root(data), model_source(model or _default_model())  # checked before anything is loaded
+    enc = Encoder.from_pretrained(src)
+    trip = domain_triplets(domain, root=root)
+    trip = trip.shuffle(seed=0).select(range(min(n, len(trip))))
     acc = evaluate_triplets(enc, trip)['accuracy']
     rep = param_breakdown(enc.model)
     spec = find_layers(enc.model)[0].names
     print(f"model   {model or 'all-MiniLM-L6-v2 (fixture)'}  ({sum(x.numel() for x in enc.parameters())/1e6:.1f}M params, {enc.pooling} pooling)")
-    print(f"data    {n} {domain} triplets: positive ranked above hard negative for {acc:.1%}")
+    print(f"data    {len(trip)} {domain} triplets: positive ranked above hard negative for {acc:.1%}")
     print(f"MLP     {rep.mlp.sum()/1e6:.2f}M weights in {len(rep)} layers ({rep.mlp_share.mean():.0%} of layer params); layer 0: "
           + ', '.join(f"{k}={v}" for k, v in spec.items() if k in ('attn', 'up', 'gate', 'down')))
     print(rep.to_string(index=False))
@@ -35,39 +43,57 @@ def demo(model:str|None=None, domain:str='finance', n:int=64, data:str|None=None
     return dict(accuracy=acc, report=rep)
 
 # %% ../nbs/12_cli.ipynb #28fa5d0a
-def _limit(s:str|None):
-    "'tiny', a positive integer (queries per retrieval task, see `Limit.scaled`), or None for the full suites."
-    from gaprune_nb.evaluation import TINY
-    if s in (None, 'none', 'full'): return None
-    if s == 'tiny': return TINY
-    if str(s).isdigit() and int(s) > 0: return int(s)
+def _limit(s:str|int|None):
+    "'tiny', 'full' / None, or a positive integer (queries per retrieval task, see `Limit.scaled`); checked, not loaded."
+    if s in (None, 'none', 'full', 'tiny'): return None if s != 'tiny' else 'tiny'
+    if isinstance(s, int) and s > 0 or str(s).isdigit() and int(s) > 0: return int(s)
     raise ValueError(f"--limit must be 'tiny', 'full' or a positive integer, not {s!r}")
 
-def evaluate_model(model, suite:str='finance', limit=None, data:str|None=None, show_progress:bool=True, out=None):
+def _as_limit(s):
+    from gaprune_nb.evaluation import TINY
+    s = _limit(s) if isinstance(s, (str, int, type(None))) else s
+    return TINY if s == 'tiny' else s
+
+def evaluate_model(model,                 # A model folder, hub id or `Encoder`
+                   suite:str='finance',   # 'finance', 'chemistry' or 'general'
+                   limit=None,            # 'tiny', N queries per task, or None (full suites)
+                   data:str|None=None,    # Data folder (default: $GAPRUNE_DATA)
+                   show_progress:bool=True, out=None # Also write the report as JSON here
+                  ):
     "Evaluate a model (folder, hub id or `Encoder`) on a suite; prints and returns the `Report`."
-    from gaprune_nb.core import Encoder
+    from gaprune_nb.core import Encoder, model_source
+    from gaprune_nb.data import data_root
     from gaprune_nb.evaluation import evaluate
-    enc = model if isinstance(model, Encoder) else Encoder.from_pretrained(model)
-    rep = evaluate(enc, suite, root=data, limit=_limit(limit) if isinstance(limit, (str, type(None))) else limit,
-                   show_progress=show_progress)
-    if out: rep.to_json(out)
+    from gaprune_nb.store import write_text
+    limit, root = _as_limit(limit), data_root(data)
+    enc = model if isinstance(model, Encoder) else Encoder.from_pretrained(model_source(model))
+    rep = evaluate(enc, suite, root=root, limit=limit, show_progress=show_progress)
+    if out: write_text(out, rep.to_json())
     return rep
 
-def run(cfg, out:str|Path, limit=None, general:bool=False, show_progress:bool=True) -> dict:
-    "The main job: prune, evaluate dense and pruned, report Δ% and timings (also written into the run folder)."
+def run(cfg,                        # A `RunConfig`
+        out:str|Path,               # The run folder
+        limit=None,                 # Evaluation subsample: 'tiny', N queries per task, or None (full suites)
+        general:bool=False,         # Also evaluate on the general suite
+        show_progress:bool=True,
+        overwrite:bool=False, cache=None, checkpoint_every:int=20 # See `prune_run`
+       ) -> dict:
+    "The main job: prune, evaluate dense and pruned, report Δ% and timings (the scores also go into the run folder)."
     from gaprune_nb.core import Encoder
+    from gaprune_nb.data import data_root
     from gaprune_nb.evaluation import table, delta_pct
-    from gaprune_nb.pipeline import prune_run, write_report
+    from gaprune_nb.pipeline import prune_run, stage, write_report
+    from gaprune_nb.fixtures import minilm_path
     t0 = time.perf_counter()
-    pruned, mask, report = prune_run(cfg, out=out, show_progress=show_progress)
-    dense = Encoder.from_pretrained(cfg.model or _default_model())
-    suites = [cfg.domain] + (['general'] if general else [])
+    limit = _as_limit(limit); data_root(cfg.data)  # checked before the pruning starts
+    pruned, mask, report = prune_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite, cache=cache,
+                                     checkpoint_every=checkpoint_every)
+    dense = Encoder.from_pretrained(cfg.model or minilm_path())
     rows, ev = {}, {}
-    for s in suites:
-        t = time.perf_counter()
-        reps = {'dense': evaluate_model(dense, s, limit, cfg.data, show_progress),
-                cfg.method: evaluate_model(pruned, s, limit, cfg.data, show_progress)}
-        report['seconds'][f'eval {s} (dense+pruned)'] = round(time.perf_counter() - t, 2)
+    for s in [cfg.domain] + (['general'] if general else []):
+        with stage(report['seconds'], f'evaluate dense and pruned on the {s} suite', show_progress):
+            reps = {'dense': evaluate_model(dense, s, limit, cfg.data, show_progress),
+                    cfg.method: evaluate_model(pruned, s, limit, cfg.data, show_progress)}
         tab = table(reps)
         rows[s] = (tab, delta_pct(tab))
         ev[s] = {k: {c: round(float(v), 3) for c, v in tab.loc[k].items()} for k in tab.index}
@@ -80,29 +106,60 @@ def run(cfg, out:str|Path, limit=None, general:bool=False, show_progress:bool=Tr
         print(d.iloc[[1]].round(2).rename(index=lambda i: f'Δ% {i}').to_string(header=False))
     print(f"\nsparsity {report['sparsity']:.4f} of {report['scored_weights']:,} MLP weights; "
           f"{report['differs_from_magnitude']:.1%} of decisions differ from magnitude pruning")
+    for k, v in (report.get('resumed') or {}).items(): print(f"{k}: {v}")
     print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in report['seconds'].items()))
     print(f"saved: {out}")
     return report
 
 # %% ../nbs/12_cli.ipynb #4bf74025
+def _checked(conv, what):
+    "An argparse `type` that turns a conversion's ValueError into a usage error naming the flag's rule."
+    def f(s):
+        try: return conv(s)
+        except ValueError as e: raise argparse.ArgumentTypeError(str(e) if str(e) else what) from None
+    f.__name__ = what
+    return f
+
+def _int_at_least(lo):
+    def conv(s):
+        v = int(s)
+        if v < lo: raise ValueError(f"must be an integer >= {lo}, not {s}")
+        return v
+    return _checked(conv, f'integer >= {lo}')
+
+def _sparsity(s):
+    v = float(s)
+    if not 0 < v < 1: raise ValueError(f"--sparsity must be in (0, 1) (the share of MLP weights to prune), not {s}")
+    return v
+
+def _scope(s): check_scope(s, None); return s
+
 def _add_common(p, model_help='model folder or hub id (default: all-MiniLM-L6-v2 fixture)'):
     p.add_argument('--model', default=None, help=model_help)
     p.add_argument('--data', default=None, help='data folder (default: $GAPRUNE_DATA)')
 
 def _add_prune(p):
-    from gaprune_nb.dai import METHODS
     p.add_argument('--domain', default='finance', choices=['finance', 'chemistry'])
-    p.add_argument('--method', default='gaprune', choices=list(METHODS))
-    p.add_argument('--sparsity', type=float, default=0.5, help='share of MLP weights to prune (default 0.5)')
-    p.add_argument('--scope', default='global', help="'global' (default), 'layer', 'matrix', 'row' or 'N:M' such as 2:4")
-    p.add_argument('--n-calib', type=int, default=256, help='k-means-selected calibration triplets per domain')
-    p.add_argument('--pool', type=int, default=4000, help='triplets per domain embedded for k-means (0: all)')
+    p.add_argument('--method', default='gaprune', choices=METHODS, metavar='METHOD',
+                   help='; '.join(f"{m.name}: {m.summary}" for m in REGISTRY.values()) + " (default: gaprune)")
+    p.add_argument('--sparsity', type=_checked(_sparsity, 'sparsity'), default=0.5, help='share of MLP weights to prune (default 0.5)')
+    p.add_argument('--scope', type=_checked(_scope, 'scope'), default='global',
+                   help="'global' (default), 'layer', 'matrix', 'row' or 'N:M' such as 2:4 (sets the sparsity)")
+    p.add_argument('--n-calib', type=_int_at_least(1), default=256, help='k-means-selected calibration triplets per domain')
+    p.add_argument('--pool', type=_int_at_least(0), default=4000, help='triplets per domain embedded for k-means (0: all)')
+    p.add_argument('--batch-size', type=_int_at_least(1), default=8, help='triplets per statistics batch (default 8)')
+    p.add_argument('--max-length', type=_int_at_least(1), default=256, help='token limit while computing statistics (default 256)')
     p.add_argument('--seed', type=int, default=0)
-    p.add_argument('--out', required=True, help='output folder (written atomically)')
+    p.add_argument('--out', required=True, help='output folder: must be new or empty (written atomically)')
+    p.add_argument('--overwrite', action='store_true', help='replace a previous gaprune run in --out (never other folders)')
+    p.add_argument('--cache', default=None, help='keep statistics checkpoints and finished statistics here for reuse '
+                                                 '(default: OUT.partial, removed when the run completes)')
+    p.add_argument('--checkpoint-every', type=_int_at_least(1), default=20, help='statistics steps between checkpoints')
 
 def build_parser() -> argparse.ArgumentParser:
     "The `gaprune` argument parser (subcommands)."
-    ap = argparse.ArgumentParser('gaprune', description='Domain-aware compression of text-embedding models.')
+    ap = argparse.ArgumentParser('gaprune', description='Domain-aware compression of text-embedding models. '
+                                 'A rerun of an interrupted prune/run resumes its statistics.')
     ap.add_argument('--debug', action='store_true', help='show full tracebacks')
     sub = ap.add_subparsers(dest='cmd', required=True)
     p = sub.add_parser('prune', help='prune a model for a domain and save it with its mask and report'); _add_common(p); _add_prune(p)
@@ -110,36 +167,50 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser('run', help='prune, then evaluate dense and pruned on the domain suite (the main job)')
     _add_common(r); _add_prune(r)
     r.add_argument('--general', action='store_true', help='also evaluate on the general suite')
-    r.add_argument('--limit', default=None, help="subsample the suites: 'tiny' or N queries per task (default: full)")
+    r.add_argument('--limit', type=_checked(_limit, 'limit'), default=None,
+                   help="subsample the suites: 'tiny' or N queries per task (default: full)")
     e = sub.add_parser('eval', help='evaluate a model on a suite'); _add_common(e)
     e.add_argument('--suite', default='finance', choices=['finance', 'chemistry', 'general'])
-    e.add_argument('--limit', default=None, help="subsample: 'tiny' or N queries per task (default: full)")
+    e.add_argument('--limit', type=_checked(_limit, 'limit'), default=None, help="subsample: 'tiny' or N queries per task (default: full)")
     e.add_argument('--json', default=None, help='also write the report as JSON here')
     d = sub.add_parser('demo', help='embed domain triplets with a model and print its MLP report'); _add_common(d)
     d.add_argument('--domain', default='finance', choices=['general', 'finance', 'chemistry'])
-    d.add_argument('-n', type=int, default=64, help='number of triplets')
+    d.add_argument('-n', type=_int_at_least(1), default=64, help='number of triplets')
     return ap
 
 # %% ../nbs/12_cli.ipynb #ec0e3511
 def _config(a):
     from gaprune_nb.pipeline import RunConfig
     return RunConfig(model=a.model, domain=a.domain, method=a.method, sparsity=a.sparsity, scope=a.scope,
-                     n_calib=a.n_calib, pool=a.pool or None, seed=a.seed, data=a.data)
+                     n_calib=a.n_calib, pool=a.pool or None, batch_size=a.batch_size, max_length=a.max_length,
+                     seed=a.seed, data=a.data)
+
+def _one_line(e:BaseException) -> str:
+    return ' '.join(str(e).split()) or type(e).__name__
 
 def main(argv:list[str]|None=None):
-    "Entry point of the `gaprune` console script: known errors print one clear line (`--debug` for the traceback)."
+    "Entry point of the `gaprune` console script: every error prints one clear line (`--debug` for the traceback)."
     args = build_parser().parse_args(argv)
+    run_kw = lambda: dict(overwrite=args.overwrite, cache=args.cache, checkpoint_every=args.checkpoint_every)
     try:
         if args.cmd == 'demo': demo(args.model, args.domain, args.n, args.data)
         elif args.cmd == 'prune':
             from gaprune_nb.pipeline import prune_run, report_markdown
-            _, _, rep = prune_run(_config(args), out=args.out, stats=args.stats)
-            print(report_markdown(rep)); print(f"saved: {args.out}")
+            _, _, rep = prune_run(_config(args), out=args.out, stats=args.stats, **run_kw())
+            print(report_markdown(rep), end='')
+            print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in rep['seconds'].items())); print(f"saved: {args.out}")
         elif args.cmd == 'eval':
             from gaprune_nb.evaluation import table
             rep = evaluate_model(args.model or _default_model(), args.suite, args.limit, args.data, out=args.json)
             print(table([rep]).round(2).T.to_string())
-        elif args.cmd == 'run': run(_config(args), args.out, args.limit, args.general)
-    except (ValueError, OSError) as e:  # DataError, FixtureMissing, StatsMismatch, UnsupportedArchitecture, missing files ...
+        elif args.cmd == 'run': run(_config(args), args.out, args.limit, args.general, **run_kw())
+    except KeyboardInterrupt:
         if args.debug: raise
-        sys.exit(f"gaprune {args.cmd}: error: {e}")
+        sys.exit(f"gaprune {args.cmd}: interrupted; rerun the same command to resume (nothing in --out was changed).")
+    except (ValueError, OSError) as e:  # DataError, OutputError, StatsMismatch, ModelLoadError, UnsupportedArchitecture ...
+        if args.debug: raise
+        sys.exit(f"gaprune {args.cmd}: error: {_one_line(e)}")
+    except Exception as e:  # a failure inside a library: say so in one line; --debug shows where
+        if args.debug: raise
+        sys.exit(f"gaprune {args.cmd}: internal error ({type(e).__name__}: {_one_line(e)[:300]}); "
+                 "rerun with --debug for the traceback")

@@ -21,7 +21,7 @@ from .stats_io import StatsCorrupt, StatsMismatch, check_identity, dataset_sha25
 from .store import OutputError, atomic_dir, check_output, sha256_json, write_json, write_text
 
 # %% auto #0
-__all__ = ['CACHE_MARKER', 'RunConfig', 'calibration_sets', 'prune_run', 'report_markdown', 'write_report', 'save_run']
+__all__ = ['CACHE_MARKER', 'RunConfig', 'calibration_sets', 'stage', 'prune_run', 'report_markdown', 'write_report', 'save_run']
 
 # %% ../nbs/11_pipeline.ipynb #27ff2e96
 @dataclass
@@ -67,7 +67,7 @@ def calibration_sets(encoder:Encoder, domain:str, n:int=256, seed:int=0, pool:in
 
 # %% ../nbs/11_pipeline.ipynb #6caf6269
 @contextmanager
-def _stage(timings:dict, stage:str, verbose:bool=True):
+def stage(timings:dict, stage:str, verbose:bool=True):
     "Print a heading, run the stage, record and print its wall time."
     if verbose: print(f"== {stage}", file=sys.stderr, flush=True)
     t = time.perf_counter()
@@ -153,26 +153,26 @@ def prune_run(cfg:RunConfig,                      # The run's settings
 
     seed_everything(cfg.seed)
     timings, calib, resumed = {}, {}, {}
-    with _stage(timings, 'load model', say):
+    with stage(timings, 'load model', say):
         enc = Encoder.from_pretrained(src)
         find_layers(enc)  # an unsupported architecture fails here, before any real work
     if m.calib:
-        with _stage(timings, 'calibration sample (k-means)', say):
+        with stage(timings, 'calibration sample (k-means)', say):
             calib = calibration_sets(enc, cfg.domain, cfg.n_calib, cfg.seed, cfg.pool, root, show_progress)
     if m.stats and not isinstance(stats, GradientStats):
-        with _stage(timings, 'gradient statistics', say):
+        with stage(timings, 'gradient statistics', say):
             if stats is not None: stats = GradientStats.load(stats, enc, calib['general'], calib[cfg.domain], cfg.domain)
             else: stats, resumed = _statistics(cfg, enc, calib, work, cache is not None, checkpoint_every, show_progress)
-    with _stage(timings, 'scores and mask', say):
+    with stage(timings, 'scores and mask', say):
         mask = prune(enc, PruneConfig(method=cfg.method, sparsity=cfg.sparsity, scope=cfg.scope, seed=cfg.seed),
                      stats=stats, calib=calib.get(cfg.domain), apply=False)
-    with _stage(timings, 'comparison with magnitude pruning', say):
+    with stage(timings, 'comparison with magnitude pruning', say):
         magnitude = make_mask(importance('magnitude', enc), None if ':' in cfg.scope else cfg.sparsity, cfg.scope)
         diff = mask_difference(mask, magnitude)
         apply_mask(enc, mask)
     report = _report(cfg, enc, mask, calib, timings, diff, resumed)
     if out is not None:
-        with _stage(timings, 'save', say): save_run(out, enc, mask, report, stats)
+        with stage(timings, 'save', say): save_run(out, enc, mask, report, stats)
         if work is not None and cache is None: shutil.rmtree(work, ignore_errors=True)
     return enc, mask, report
 
