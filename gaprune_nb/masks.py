@@ -148,6 +148,7 @@ def make_mask(scores:dict,                  # {qualified Linear name: score tens
     try: nm_ = check_scope(scope if groups is None or ':' in (scope or '') else 'global', sparsity)
     except ValueError as e: raise MaskError(str(e)) from None
     if nm_: return _n_of_m(scores, *nm_)
+    if sparsity is None: raise MaskError("sparsity must be a number in [0, 1] (the share of weights to prune), got None.")
     if scope == 'row' and groups is None: return _per_row(scores, sparsity)
     if groups is None:
         groups = {'global': lambda nm: '', 'layer': layer_of, 'matrix': lambda nm: nm}[scope]

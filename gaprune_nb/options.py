@@ -39,7 +39,7 @@ def method(name:str) -> Method:
 SCOPES = ('global', 'layer', 'matrix', 'row', 'N:M')
 
 def check_scope(scope:str,                # 'global', 'layer', 'matrix', 'row' or 'N:M' such as '2:4'
-                sparsity:float|None=None  # Share of weights to prune; implied (and may be omitted) for N:M
+                sparsity:float|None=None  # Share of weights to prune, checked if given (implied by N:M)
                ) -> tuple[int, int]|None:
     "(N, M) for an N:M scope, None for the others; a `ValueError` naming the problem for a bad scope or sparsity."
     nm = re.fullmatch(r'(\d+):(\d+)', scope or '')
@@ -50,6 +50,6 @@ def check_scope(scope:str,                # 'global', 'layer', 'matrix', 'row' o
             raise ValueError(f"Scope {scope!r} fixes the sparsity at {1 - n/m:g}; got sparsity={sparsity}.")
         return n, m
     if scope not in SCOPES[:-1]: raise ValueError(f"Unknown scope {scope!r}; choose one of {', '.join(SCOPES)} (e.g. 2:4).")
-    if sparsity is None or not 0 <= sparsity <= 1:
+    if sparsity is not None and not 0 <= sparsity <= 1:
         raise ValueError(f"sparsity must be a number in [0, 1] (the share of weights to prune), got {sparsity!r}.")
     return None

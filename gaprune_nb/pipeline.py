@@ -4,7 +4,7 @@
 
 # %% ../nbs/11_pipeline.ipynb #3cde1320
 from __future__ import annotations
-import math, shutil, sys, time
+import math, os, shutil, sys, time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -17,7 +17,7 @@ from .fisher import GradientStats, checkpoint_step, gradient_statistics
 from .dai import PruneConfig, importance, prune
 from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
 from .options import check_scope, method
-from .stats_io import StatsCorrupt, StatsMismatch, check_identity, dataset_sha256, read_manifest
+from .stats_io import StatsCorrupt, StatsMismatch, check_identity, dataset_sha256, verify_dir
 from .store import OutputError, atomic_dir, check_output, sha256_json, write_json, write_text
 
 # %% auto #0
@@ -144,10 +144,10 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     root = data_root(cfg.data) if m.calib else None
     src = model_source(cfg.model or minilm_path())
     if isinstance(stats, (str, Path)):
-        check_identity(read_manifest(stats), where=stats, domain_name=cfg.domain)
+        check_identity(verify_dir(stats), where=stats, domain_name=cfg.domain)  # damaged or other-domain: refused now
         if not m.stats: raise ValueError(f"--stats: method {cfg.method!r} uses no gradient statistics.")
     if checkpoint_every < 1: raise ValueError(f"checkpoint_every must be >= 1, not {checkpoint_every}")
-    protect = (root,) if root else ()
+    protect = tuple(Path(p).expanduser() for p in (root, cfg.data, os.environ.get('GAPRUNE_DATA')) if p)  # never written
     out = check_output(out, overwrite, protect) if out is not None else None
     work = _work_dir(out, cache, protect) if m.stats and not isinstance(stats, (GradientStats, str, Path)) else None
 

@@ -15,7 +15,7 @@ from .store import atomic_dir, recover_dir, save_tensors, sha256_file, write_jso
 # %% auto #0
 __all__ = ['TRIPLET_COLUMNS', 'TENSORS_FILE', 'StatsMismatch', 'dataset_sha256', 'dataset_identity', 'tensors_sha256',
            'config_sha256', 'model_identity', 'identity_diff', 'check_identity', 'StatsCorrupt', 'write_atomic',
-           'read_manifest', 'read_dir']
+           'read_manifest', 'verify_dir', 'read_dir']
 
 # %% ../nbs/03a_stats_io.ipynb #1d759d5d
 class StatsMismatch(ValueError):
@@ -128,8 +128,8 @@ def read_manifest(path:str|Path) -> dict:
     if not isinstance(meta, dict): raise StatsCorrupt(f"{man} is damaged (not a JSON object); delete {path} and recompute.")
     return meta
 
-def read_dir(path:str|Path, tensors_file:str=TENSORS_FILE) -> tuple[dict, dict]:
-    "The tensors and manifest of a folder written by `write_atomic`, after checking the tensors' sha256."
+def verify_dir(path:str|Path, tensors_file:str=TENSORS_FILE) -> dict:
+    "The manifest of a folder written by `write_atomic`, after checking its tensors file against the recorded sha256."
     path = Path(path); meta = read_manifest(path)
     f = path/tensors_file
     if not f.is_file(): raise StatsCorrupt(f"{path} has a manifest but no {tensors_file}; delete {path} and recompute.")
@@ -140,5 +140,10 @@ def read_dir(path:str|Path, tensors_file:str=TENSORS_FILE) -> tuple[dict, dict]:
     if sha256_file(f) != want:
         raise StatsCorrupt(f"{f} does not match the sha256 in its manifest (truncated, damaged or edited); "
                            f"delete {path} and recompute.")
+    return meta
+
+def read_dir(path:str|Path, tensors_file:str=TENSORS_FILE) -> tuple[dict, dict]:
+    "The tensors and manifest of a folder written by `write_atomic`, after checking the tensors' sha256."
+    meta, f = verify_dir(path, tensors_file), Path(path)/tensors_file
     try: return load_file(str(f)), meta
     except Exception as e: raise StatsCorrupt(f"{f} cannot be read ({e}); delete {path} and recompute.") from None

@@ -1,0 +1,273 @@
+"""Bad input through the real `gaprune` command (a subprocess, as a user runs it), on a tiny model and tiny data.
+
+Each case asserts the message, the exit code, and that no user file was touched or left half-written. One test per
+item of the issue "No data loss, resumable runs, checked statistics, errors before the expensive work"."""
+import hashlib, json, os, signal, subprocess, sys, time
+from pathlib import Path
+
+import pytest
+from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+from gaprune_nb.core import Encoder
+from gaprune_nb.fixtures import minilm_path, tiny_model
+
+ENV = {k: v for k, v in os.environ.items() if k != 'GAPRUNE_DATA'}
+ENV.update(OMP_NUM_THREADS='1', HF_HUB_OFFLINE='1', TOKENIZERS_PARALLELISM='false')
+WORDS = ('revenue margin bond equity dividend cash asset yield loss profit debt audit tax stock fund price rate '
+         'acid ester ketone enzyme protein ligand reagent solvent polymer catalyst').split()
+
+
+def gaprune(*args, cwd=None, env=None):
+    return subprocess.run([sys.executable, '-c', 'from gaprune_nb.cli import main; main()', *map(str, args)],
+                          capture_output=True, text=True, env=env or ENV, cwd=cwd, timeout=900)
+
+
+def tree(d: Path) -> dict:
+    "Every file under `d` with its sha256 (what a user would check with sha256sum)."
+    return {str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.rglob('*')) if p.is_file()}
+
+
+def _triplets(seed, n=24):
+    rows = []
+    for i in range(n):
+        w = [WORDS[(seed * 7 + i * 3 + k) % len(WORDS)] for k in range(6)]
+        rows.append(dict(query=f'what is the {w[0]} of {w[1]}', positive=f'the {w[0]} of {w[1]} is {w[2]} {w[3]}',
+                         negative=f'{w[4]} and {w[5]} are unrelated'))
+    return rows
+
+
+@pytest.fixture(scope='module')
+def data(tmp_path_factory):
+    "A data folder in the package's layout with a few triplets per domain."
+    root = tmp_path_factory.mktemp('data')
+    for s, dom in enumerate(('general', 'finance', 'chemistry')):
+        p = root / 'triplets' / dom / f'{dom}_tiny.jsonl'
+        p.parent.mkdir(parents=True)
+        p.write_text(''.join(json.dumps(r) + '\n' for r in _triplets(s)))
+    return root
+
+
+@pytest.fixture(scope='module')
+def bert(tmp_path_factory):
+    "A tiny random BERT saved as a model folder."
+    d = tmp_path_factory.mktemp('models') / 'tiny-bert'
+    Encoder(*tiny_model('bert')).save_pretrained(d)
+    return d
+
+
+def prune_args(bert, data, out, *extra, method='fisher-dom'):
+    return ('prune', '--model', bert, '--data', data, '--method', method, '--n-calib', 8, '--pool', 0,
+            '--batch-size', 4, '--out', out, *extra)
+
+
+def one_line_error(r, code=1):
+    assert r.returncode == code, (r.returncode, r.stderr[-2000:])
+    last = r.stderr.strip().splitlines()[-1]
+    assert 'Traceback' not in r.stderr, r.stderr[-2000:]
+    return last
+
+
+# 1. --out never deletes what the package did not write
+
+def test_existing_user_folder_is_refused_and_untouched(tmp_path, bert, data):
+    user = tmp_path / 'thesis'
+    (user / 'figs').mkdir(parents=True)
+    (user / 'main.tex').write_text('years of work'); (user / 'figs' / 'a.png').write_bytes(b'\x89PNG')
+    before = tree(user)
+    r = gaprune(*prune_args(bert, data, user, method='magnitude'))
+    assert 'exists and is not empty' in one_line_error(r) and '--overwrite' in r.stderr
+    r = gaprune(*prune_args(bert, data, user, '--overwrite', method='magnitude'))
+    assert 'did not write' in one_line_error(r)
+    assert tree(user) == before and sorted(p.name for p in tmp_path.iterdir()) == ['thesis']
+
+
+@pytest.mark.parametrize('where,msg', [('.', 'is the working folder'), ('..', 'is a parent of the working folder'),
+                                       ('/', 'file-system root'), ('~', 'home folder'), ('DATA', 'data folder')])
+def test_dangerous_out_paths_are_refused(tmp_path, bert, data, where, msg):
+    work = tmp_path / 'project' / 'sub'
+    work.mkdir(parents=True); (work / 'notes.md').write_text('mine'); (tmp_path / 'project' / 'keep.txt').write_text('x')
+    before, data_before = tree(tmp_path), tree(data)
+    r = gaprune(*prune_args(bert, data, data if where == 'DATA' else where, '--overwrite', method='magnitude'), cwd=work)
+    assert msg in one_line_error(r)
+    assert tree(tmp_path) == before and tree(data) == data_before
+
+
+def test_overwrite_replaces_a_previous_run_only(tmp_path, bert, data):
+    out = tmp_path / 'run'
+    assert gaprune(*prune_args(bert, data, out, '--sparsity', '0.3', method='magnitude')).returncode == 0
+    first = tree(out)
+    assert 'pass --overwrite' in one_line_error(gaprune(*prune_args(bert, data, out, method='magnitude')))
+    assert tree(out) == first  # refused: untouched
+    r = gaprune(*prune_args(bert, data, out, '--overwrite', '--sparsity', '0.6', method='magnitude'))
+    assert r.returncode == 0, r.stderr
+    assert json.loads((out / 'gaprune_report.json').read_text())['config']['sparsity'] == 0.6
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['run']  # no backup or temporary folder left
+
+
+# 2. The CLI resumes: kill -9 during the statistics, rerun, same mask byte for byte
+
+def test_kill_and_rerun_resumes_with_identical_mask(tmp_path):
+    data = os.environ.get('GAPRUNE_DATA') or str(Path(__file__).resolve().parents[2] / 'shared' / 'data')
+    if not Path(data, 'triplets').is_dir(): pytest.skip('real data folder not found (set GAPRUNE_DATA)')
+    args = lambda out: ('prune', '--method', 'fisher-dom', '--n-calib', 32, '--pool', 200, '--batch-size', 1,
+                        '--checkpoint-every', 1, '--data', data, '--out', out)
+    out = tmp_path / 'run'
+    ckpt_manifests = lambda: list((tmp_path / 'run.partial').glob('statistics-*/checkpoint/manifest.json'))
+    proc = subprocess.Popen([sys.executable, '-c', 'from gaprune_nb.cli import main; main()', *map(str, args(out))],
+                            env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        t0, step = time.time(), 0
+        while step < 3:
+            assert proc.poll() is None, f"finished before it could be killed: {proc.stderr.read()[-1000:]}"
+            assert time.time() - t0 < 600
+            for m in ckpt_manifests():
+                try: step = json.loads(m.read_text())['step']
+                except (ValueError, OSError): pass
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill(); proc.wait()
+    assert not out.exists()  # nothing half-written where the user looks
+    r = gaprune(*args(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    report = json.loads((out / 'gaprune_report.json').read_text())
+    done = int(report['resumed']['statistics'].split('resumed from step ')[1].split()[0])
+    assert done >= 3 and 'resumed from step' in r.stderr and 'of 32' in report['resumed']['statistics']
+    assert not (tmp_path / 'run.partial').exists()
+    r2 = gaprune(*args(tmp_path / 'straight'))
+    assert r2.returncode == 0, r2.stderr[-2000:]
+    assert (out / 'mask.safetensors').read_bytes() == (tmp_path / 'straight' / 'mask.safetensors').read_bytes()
+    assert json.loads((tmp_path / 'straight' / 'gaprune_report.json').read_text())['resumed'] == {}
+
+
+# 3. Statistics are checked: checksum, readable manifest, domain named
+
+@pytest.fixture(scope='module')
+def stats_run(tmp_path_factory, bert, data):
+    out = tmp_path_factory.mktemp('statsrun') / 'run'
+    r = gaprune(*prune_args(bert, data, out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    return out
+
+
+@pytest.mark.parametrize('damage,msg', [
+    ('truncate', 'stats.safetensors does not match the sha256 in its manifest'),
+    ('edit', 'stats.safetensors does not match the sha256 in its manifest'),
+    ('manifest', 'manifest.json is damaged (not valid JSON'),
+])
+def test_damaged_statistics_are_refused_with_the_file_named(tmp_path, stats_run, bert, data, damage, msg):
+    import shutil
+    st = tmp_path / 'stats'; shutil.copytree(stats_run / 'stats', st)
+    f = st / 'stats.safetensors'; b = f.read_bytes()
+    if damage == 'truncate': f.write_bytes(b[:len(b) // 2])
+    elif damage == 'edit': f.write_bytes(b[:-8] + bytes(8))  # same size, last values zeroed
+    else: (st / 'manifest.json').write_text('')
+    r = gaprune(*prune_args(bert, data, tmp_path / 'out', '--stats', st))
+    line = one_line_error(r)
+    assert msg in line and str(st) in line
+    assert not (tmp_path / 'out').exists()
+
+
+def test_statistics_of_another_domain_are_refused_by_name(tmp_path, stats_run, bert, data):
+    r = gaprune(*prune_args(bert, data, tmp_path / 'out', '--stats', stats_run / 'stats', '--domain', 'chemistry'))
+    assert 'computed on finance, asked for chemistry' in one_line_error(r)
+    assert not (tmp_path / 'out').exists()
+
+
+# 4. Every argument is checked before any model is loaded
+
+@pytest.mark.parametrize('cmd,flag,value,msg', [('prune', '--scope', 'glbal', "Unknown scope 'glbal'"),
+                                                ('run', '--limit', 'lots', "--limit must be 'tiny'"),
+                                                ('prune', '--sparsity', '1.5', '--sparsity must be in (0, 1)'),
+                                                ('prune', '--n-calib', '0', 'must be an integer >= 1')])
+def test_bad_arguments_fail_before_any_work(tmp_path, cmd, flag, value, msg):
+    t = time.perf_counter()
+    r = gaprune(cmd, flag, value, '--out', tmp_path / 'out')
+    assert r.returncode == 2 and msg in r.stderr and 'Traceback' not in r.stderr
+    assert list(tmp_path.iterdir()) == []
+    assert time.perf_counter() - t < 60
+
+
+def test_bad_arguments_import_no_torch():
+    "Argument parsing (and --help) needs neither torch nor transformers: it answers at once."
+    code = ("import sys; from gaprune_nb.cli import build_parser\n"
+            "for a in (['prune', '--out', 'x'], ['run', '--out', 'x', '--limit', 'tiny'], ['eval'], ['demo']):\n"
+            "    build_parser().parse_args(a)\n"
+            "print(sorted(m for m in ('torch', 'transformers', 'datasets', 'pandas') if m in sys.modules))")
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=ENV)
+    assert r.returncode == 0 and r.stdout.strip() == '[]', r.stdout + r.stderr
+
+
+# 5. Errors say what is wrong in the package's words
+
+def test_missing_model_folder(tmp_path, data):
+    r = gaprune('prune', '--model', tmp_path / 'no-such-model', '--data', data, '--out', tmp_path / 'out')
+    assert 'no such model folder' in one_line_error(r) and not (tmp_path / 'out').exists()
+
+
+def _save_tiny(kind, d):
+    tok = AutoTokenizer.from_pretrained(minilm_path())
+    cfg = AutoConfig.for_model(kind, vocab_size=len(tok), d_model=32, d_ff=64, num_layers=1, num_heads=2, d_kv=8,
+                               n_embd=32, n_layer=1, n_head=2, n_positions=64)
+    AutoModel.from_config(cfg).save_pretrained(d); tok.save_pretrained(d)
+    return d
+
+
+def test_encoder_decoder_model_is_named(tmp_path, data):
+    m = _save_tiny('t5', tmp_path / 'tiny-t5')
+    r = gaprune('prune', '--model', m, '--data', data, '--method', 'magnitude', '--out', tmp_path / 'out')
+    line = one_line_error(r)
+    assert "'t5' is an encoder-decoder model" in line and 'input_ids' not in line
+
+
+def test_unsupported_architecture_names_its_model_type(tmp_path, data):
+    m = _save_tiny('gpt2', tmp_path / 'tiny-gpt2')
+    t = time.perf_counter()
+    r = gaprune('prune', '--model', m, '--data', data, '--method', 'fisher-dom', '--out', tmp_path / 'out')
+    line = one_line_error(r)
+    assert "model_type='gpt2'" in line and "'Encoder'" not in line
+    assert not (tmp_path / 'out').exists()
+
+
+def test_non_utf8_data_names_file_and_line(tmp_path, bert):
+    root = tmp_path / 'data'
+    for dom in ('general', 'finance'):
+        (root / 'triplets' / dom).mkdir(parents=True)
+        (root / 'triplets' / dom / 'x.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in _triplets(1)))
+    bad = root / 'triplets' / 'finance' / 'x.jsonl'
+    bad.write_bytes(bad.read_bytes() + '{"query": "café", "positive": "b", "negative": "c"}\n'.encode('latin-1'))
+    r = gaprune('prune', '--model', bert, '--data', root, '--method', 'wanda', '--out', tmp_path / 'out')
+    line = one_line_error(r)
+    assert f'{bad}, line 25: not UTF-8 text' in line and 'codec' not in line
+
+
+def test_demo_without_data_names_the_flag(tmp_path):
+    r = gaprune('demo', '-n', '4')
+    line = one_line_error(r)
+    assert '--data' in line and 'GAPRUNE_DATA' in line
+
+
+def test_debug_keeps_the_traceback(tmp_path):
+    r = gaprune('--debug', 'prune', '--method', 'magnitude', '--model', tmp_path / 'nope', '--out', tmp_path / 'out')
+    assert r.returncode == 1 and 'Traceback' in r.stderr and 'ModelLoadError' in r.stderr
+
+
+# 6. Same inputs, same bytes
+
+def test_identical_runs_write_identical_bytes(tmp_path, stats_run, bert, data):
+    again = tmp_path / 'again'
+    r = gaprune(*prune_args(bert, data, again))
+    assert r.returncode == 0, r.stderr[-2000:]
+    a, b = tree(stats_run), tree(again)
+    assert a == b, {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
+    assert {'mask.safetensors', 'model.safetensors', 'stats/stats.safetensors', 'stats/manifest.json',
+            'gaprune_report.json'} <= set(a)
+
+
+# 7. Stage headings and times
+
+def test_stages_are_announced_with_their_time(stats_run, tmp_path, bert, data):
+    r = gaprune(*prune_args(bert, data, tmp_path / 'out'))
+    assert r.returncode == 0
+    for s in ('load model', 'calibration sample (k-means)', 'gradient statistics', 'scores and mask', 'save'):
+        assert f'== {s}' in r.stderr and f'   {s}: ' in r.stderr, s
