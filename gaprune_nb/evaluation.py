@@ -24,7 +24,7 @@ from mteb.types import PromptType
 
 from .data import (DataError, RetrievalData, catalog, load_classification, load_retrieval, load_sts,
                              read_json, resolve)
-from .fixtures import state_dict_sha256
+from .store import state_dict_sha256, write_text
 
 # %% auto #0
 __all__ = ['TINY', 'TYPE_ABBR', 'Limit', 'as_limit', 'subsample_retrieval', 'keep_rng', 'files_digest', 'LocalRetrieval',
@@ -313,8 +313,7 @@ class Report:
         "The report as JSON; written to `path` (atomically) if given."
         s = json.dumps(asdict(self), indent=1, default=float)
         if path is not None:
-            path = Path(path); tmp = path.with_name(path.name + '.partial')
-            tmp.write_text(s); tmp.replace(path)
+            write_text(path, s)
         return s
     @classmethod
     def from_json(cls, src:str|Path) -> Report:

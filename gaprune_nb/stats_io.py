@@ -10,12 +10,12 @@ from pathlib import Path
 import torch
 from torch import nn, Tensor
 from safetensors.torch import load_file
-from .store import atomic_dir, recover_dir, save_tensors, sha256_file, write_json
+from .store import atomic_dir, recover_dir, save_tensors, sha256_file, tensors_sha256, write_json
 
 # %% auto #0
-__all__ = ['TRIPLET_COLUMNS', 'TENSORS_FILE', 'StatsMismatch', 'dataset_sha256', 'dataset_identity', 'tensors_sha256',
-           'config_sha256', 'model_identity', 'identity_diff', 'check_identity', 'StatsCorrupt', 'write_atomic',
-           'read_manifest', 'verify_dir', 'read_dir']
+__all__ = ['TRIPLET_COLUMNS', 'TENSORS_FILE', 'StatsMismatch', 'dataset_sha256', 'dataset_identity', 'config_sha256',
+           'model_identity', 'identity_diff', 'check_identity', 'StatsCorrupt', 'write_atomic', 'read_manifest',
+           'verify_dir', 'read_dir']
 
 # %% ../nbs/03a_stats_io.ipynb #1d759d5d
 class StatsMismatch(ValueError):
@@ -37,14 +37,6 @@ def dataset_identity(ds) -> dict:
     return dict(sha256=dataset_sha256(ds), rows=len(ds))
 
 # %% ../nbs/03a_stats_io.ipynb #7277066a
-def tensors_sha256(named:dict) -> str:
-    "sha256 over named tensors (name, dtype, shape, bytes) in the given order."
-    h = hashlib.sha256()
-    for k, v in named.items():
-        h.update(f'{k}|{v.dtype}|{tuple(v.shape)}'.encode())
-        h.update(v.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
-    return h.hexdigest()
-
 _VOLATILE = ('_name_or_path', 'transformers_version', '_commit_hash')
 
 def config_sha256(model:nn.Module) -> str|None:
@@ -132,7 +124,7 @@ def verify_dir(path:str|Path, tensors_file:str=TENSORS_FILE) -> dict:
     "The manifest of a folder written by `write_atomic`, after checking its tensors file against the recorded sha256."
     path = Path(path); meta = read_manifest(path)
     f = path/tensors_file
-    if not f.is_file(): raise StatsCorrupt(f"{path} has a manifest but no {tensors_file}; delete {path} and recompute.")
+    if not f.is_file(): raise FileNotFoundError(f"{path} has a manifest but no {tensors_file}; delete {path} and recompute.")
     want = (meta.get('files') or {}).get(tensors_file)
     if want is None:
         raise StatsCorrupt(f"{path/'manifest.json'} records no checksum for {tensors_file} (written by an older "
@@ -143,7 +135,8 @@ def verify_dir(path:str|Path, tensors_file:str=TENSORS_FILE) -> dict:
     return meta
 
 def read_dir(path:str|Path, tensors_file:str=TENSORS_FILE) -> tuple[dict, dict]:
-    "The tensors and manifest of a folder written by `write_atomic`, after checking the tensors' sha256."
+    "The tensors and manifest (as given to `write_atomic`) of a folder it wrote, after checking the tensors' sha256."
     meta, f = verify_dir(path, tensors_file), Path(path)/tensors_file
+    meta = {k: v for k, v in meta.items() if k != 'files'}
     try: return load_file(str(f)), meta
     except Exception as e: raise StatsCorrupt(f"{f} cannot be read ({e}); delete {path} and recompute.") from None

@@ -9,9 +9,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['sha256_file', 'to_json', 'sha256_json', 'write_bytes', 'write_text', 'write_json', 'canonical_safetensors',
-           'save_tensors', 'canonicalize_file', 'fsync_tree', 'recover_dir', 'replace_dir', 'atomic_dir', 'OutputError',
-           'check_output']
+__all__ = ['sha256_file', 'to_json', 'sha256_json', 'tensors_sha256', 'state_dict_sha256', 'write_bytes', 'write_text',
+           'write_json', 'canonical_safetensors', 'save_tensors', 'canonicalize_file', 'fsync_tree', 'recover_dir',
+           'replace_dir', 'atomic_dir', 'OutputError', 'check_output']
 
 # %% ../nbs/00_store.ipynb #b4e583ac
 def sha256_file(path:str|Path, # A file
@@ -35,6 +35,20 @@ def to_json(obj, # Any JSON-able value (numpy / torch scalars and paths are conv
 def sha256_json(obj) -> str:
     "The sha256 of a value's canonical (key-sorted, compact) JSON."
     return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(',', ':'), default=str).encode()).hexdigest()
+
+def tensors_sha256(named:dict # {name: tensor}, hashed in the given order
+                  ) -> str:
+    "sha256 over named tensors (name, dtype, shape, bytes): identical tensors, identical hash, on any device."
+    import torch
+    h = hashlib.sha256()
+    for k, v in named.items():
+        h.update(f'{k}|{v.dtype}|{tuple(v.shape)}'.encode())
+        h.update(v.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+def state_dict_sha256(model) -> str:
+    "`tensors_sha256` of a module's state dict in name order: identical weights, identical hash."
+    return tensors_sha256(dict(sorted(model.state_dict().items())))
 
 # %% ../nbs/00_store.ipynb #06a4d679
 def _fsync_dir(path:Path):

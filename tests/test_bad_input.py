@@ -171,7 +171,7 @@ def test_damaged_statistics_are_refused_with_the_file_named(tmp_path, stats_run,
 def test_statistics_of_another_domain_are_refused_by_name(tmp_path, stats_run, bert, data):
     r = gaprune(*prune_args(bert, data, tmp_path / 'out', '--stats', stats_run / 'stats', '--domain', 'chemistry'))
     assert 'computed on finance, asked for chemistry' in one_line_error(r)
-    assert not (tmp_path / 'out').exists()
+    assert list(tmp_path.iterdir()) == []
 
 
 # 4. Every argument is checked before any model is loaded
@@ -181,11 +181,9 @@ def test_statistics_of_another_domain_are_refused_by_name(tmp_path, stats_run, b
                                                 ('prune', '--sparsity', '1.5', '--sparsity must be in (0, 1)'),
                                                 ('prune', '--n-calib', '0', 'must be an integer >= 1')])
 def test_bad_arguments_fail_before_any_work(tmp_path, cmd, flag, value, msg):
-    t = time.perf_counter()
     r = gaprune(cmd, flag, value, '--out', tmp_path / 'out')
     assert r.returncode == 2 and msg in r.stderr and 'Traceback' not in r.stderr
-    assert list(tmp_path.iterdir()) == []
-    assert time.perf_counter() - t < 60
+    assert list(tmp_path.iterdir()) == []  # exit 2 comes from the parser: nothing was loaded or written
 
 
 def test_bad_arguments_import_no_torch():
@@ -222,11 +220,10 @@ def test_encoder_decoder_model_is_named(tmp_path, data):
 
 def test_unsupported_architecture_names_its_model_type(tmp_path, data):
     m = _save_tiny('gpt2', tmp_path / 'tiny-gpt2')
-    t = time.perf_counter()
     r = gaprune('prune', '--model', m, '--data', data, '--method', 'fisher-dom', '--out', tmp_path / 'out')
     line = one_line_error(r)
     assert "model_type='gpt2'" in line and "'Encoder'" not in line
-    assert not (tmp_path / 'out').exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['tiny-gpt2']  # no output, no work folder left
 
 
 def test_non_utf8_data_names_file_and_line(tmp_path, bert):

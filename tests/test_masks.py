@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import gaprune_nb.masks as M
+import gaprune_nb.store as S
 from gaprune_nb.core import Encoder, mlp_linears
 from gaprune_nb.dai import importance
 from gaprune_nb.fixtures import tiny_model
@@ -185,10 +186,8 @@ def test_save_is_atomic(tmp_path, monkeypatch):
     p = tmp_path/'mask.safetensors'
     first = make_mask(tied_scores(0), 0.5)
     save_mask(first, p)
-    def boom(tensors, filename, metadata=None):
-        open(filename, 'wb').write(b'partial')
-        raise OSError('disk full')
-    monkeypatch.setattr(M, 'save_file', boom)
+    def boom(fd): raise OSError('disk full')  # the new bytes are partly written when the disk fills up
+    monkeypatch.setattr(S.os, 'fsync', boom)
     with pytest.raises(OSError, match='disk full'): save_mask(make_mask(tied_scores(1), 0.2), p)
     assert os.listdir(tmp_path) == ['mask.safetensors']   # no temporary left
     back = load_mask(p)                                     # the old mask, intact
