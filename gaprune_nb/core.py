@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn, Tensor
+from fastcore.basics import patch
 from tqdm.auto import tqdm
 from transformers import AutoModel, AutoTokenizer
 
@@ -187,36 +188,60 @@ _ST_POOL_INV = {**{v: k for k, v in _ST_POOL.items()}, 'pooling_mode_mean_tokens
 def _read_json(p:Path): return json.loads(p.read_text()) if p.exists() else {}
 
 def _st_settings(path:Path) -> dict:
-    "Pooling, normalisation, prompts and max length from a sentence-transformers folder, where present."
+    "Pooling, normalisation, prompts, max length and the modules after pooling (Dense, ...) of a sentence-transformers folder."
     out = {}
     mods = _read_json(path/'modules.json')
-    for m in mods if isinstance(mods, list) else []:
+    mods = mods if isinstance(mods, list) else []
+    after = None  # modules after the Pooling: the embedding head, run as sentence-transformers runs them
+    for m in mods:
         t = m.get('type', '')
-        if t.endswith('Normalize'): out['normalize'] = True
+        if after is not None: after.append(dict(type=t, path=m.get('path', '')))
         if t.endswith('Pooling'):
+            after = []
             c = _read_json(path/m['path']/'config.json')
             mode = c.get('pooling_mode') or next((k for k, v in c.items() if k.startswith('pooling_mode') and v is True), None)
             if isinstance(mode, list): mode = mode[0]
             if mode in _ST_POOL_INV: out['pooling'] = _ST_POOL_INV[mode]
-    if mods: out.setdefault('normalize', False)
+    if mods:
+        out['normalize'] = bool(after) and after[-1]['type'].endswith('Normalize')
+        out['head'] = after[:-1] if out['normalize'] else (after or [])
     sb = _read_json(path/'sentence_bert_config.json')
     if sb.get('max_seq_length'): out['max_length'] = sb['max_seq_length']
-    prompts = _read_json(path/'config_sentence_transformers.json').get('prompts') or {}
+    stc = _read_json(path/'config_sentence_transformers.json')
+    prompts = stc.get('prompts') or {}
+    out.update(prompts=prompts, default_prompt_name=stc.get('default_prompt_name'))
     if 'query' in prompts: out['query_prompt'] = prompts['query']
     if 'document' in prompts: out['document_prompt'] = prompts['document']
     return out
 
+def _load_head(folder:str|Path, specs:list) -> list:
+    "The post-pooling modules (`Dense`, `LayerNorm`, ...) of a sentence-transformers folder, loaded by sentence-transformers."
+    if not specs: return []
+    from sentence_transformers.util import import_from_string
+    return [import_from_string(s['type']).load(str(folder), subfolder=s['path']) for s in specs]
+
 # %% ../nbs/00_core.ipynb #96691102
 class Encoder(nn.Module):
-    "A text-embedding model: a transformers model, its tokenizer, a pooling, instructions and a max length."
-    def __init__(self, model:nn.Module, tokenizer, pooling:str='mean', query_prompt:str='', document_prompt:str='',
-                 max_length:int=512, normalize:bool=True, add_eos:bool=False):
+    "A text-embedding model: a transformers model, its tokenizer, a pooling, the modules after it, prompts and a max length."
+    def __init__(self, model:nn.Module,          # A transformers base model (`AutoModel`)
+                 tokenizer,                      # Its tokenizer
+                 pooling:str='mean',             # One of `POOLINGS`
+                 query_prompt:str='', document_prompt:str='', # Prefixes of queries and documents
+                 max_length:int=512,             # Token limit
+                 normalize:bool=True,            # Unit-length embeddings from `encode`
+                 add_eos:bool=False,             # Append the EOS token (last-token pooling of some decoders)
+                 head:list|None=None,            # Modules after pooling, e.g. sentence-transformers `Dense` layers
+                 prompts:dict|None=None,         # Every named prompt of the model (kept when saving)
+                 default_prompt_name:str|None=None, head_paths:list|None=None):
         super().__init__()
         if pooling not in POOLINGS: raise ValueError(f"Unknown pooling {pooling!r}; choose one of {POOLINGS}.")
         check_embedder(getattr(model, 'config', None))
         self.model, self.tokenizer = model, tokenizer
         self.pooling, self.query_prompt, self.document_prompt = pooling, query_prompt or '', document_prompt or ''
         self.max_length, self.normalize, self.add_eos = int(max_length), bool(normalize), bool(add_eos)
+        self.head = nn.ModuleList(head or [])
+        self.head_paths = list(head_paths or [f'{i + 2}_{type(m).__name__}' for i, m in enumerate(self.head)])
+        self.prompts, self.default_prompt_name = dict(prompts or {}), default_prompt_name
         self.training = model.training  # an Encoder is in the mode of the model it wraps (eval after from_pretrained)
         if tokenizer.pad_token is None: tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
         spec = ARCHS.get(getattr(model.config, 'model_type', None))
@@ -226,28 +251,45 @@ class Encoder(nn.Module):
     @property
     def device(self): return next(self.model.parameters()).device
     @property
+    def dim(self) -> int:
+        "Embedding dimension (after the head)."
+        outs = [getattr(m, 'out_features', None) for m in self.head]
+        return next((o for o in reversed(outs) if o), self.model.config.hidden_size)
+    @property
     def settings(self) -> dict:
         "Everything besides the weights that defines the embeddings."
-        return dict(pooling=self.pooling, query_prompt=self.query_prompt, document_prompt=self.document_prompt,
-                    max_length=self.max_length, normalize=self.normalize, add_eos=self.add_eos)
+        s = dict(pooling=self.pooling, query_prompt=self.query_prompt, document_prompt=self.document_prompt,
+                 max_length=self.max_length, normalize=self.normalize, add_eos=self.add_eos)
+        if len(self.head): s['head'] = [type(m).__name__ for m in self.head]
+        return s
 
 # %% ../nbs/00_core.ipynb #4fd58a8f
-@classmethod
-def _from_pretrained(cls, name_or_path:str|Path, # A local folder or a Hugging Face hub id
-                     pooling:str|None=None,        # Default: the folder's sentence-transformers pooling, else 'mean'
-                     query_prompt:str|None=None, document_prompt:str|None=None, # Instruction prefixes
-                     max_length:int|None=None, normalize:bool|None=None, add_eos:bool|None=None,
-                     dtype:torch.dtype|str|None=None, device:str|None=None, padding_side:str|None=None,
-                     **model_kwargs) -> Encoder:
-    "Load model and tokenizer; settings come from the arguments, else from the folder's saved settings."
+def _hub_folder(repo:str) -> tuple[Path, dict]:
+    "The small files of a hub model (and its post-pooling module folders), and its sentence-transformers settings."
+    from huggingface_hub import snapshot_download
+    try:
+        folder = Path(snapshot_download(repo, allow_patterns=['*.json']))
+        st = _st_settings(folder)
+        if st.get('head'): snapshot_download(repo, allow_patterns=[f"{h['path']}/*" for h in st['head']])
+        return folder, st
+    except Exception as e:
+        raise ModelLoadError(f"model {repo!r} is not a folder here, and loading it as a Hugging Face hub id failed "
+                             f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+
+@patch(cls_method=True)
+def from_pretrained(cls:Encoder, name_or_path:str|Path, # A local folder or a Hugging Face hub id
+                    pooling:str|None=None,        # Default: the folder's sentence-transformers pooling, else 'mean'
+                    query_prompt:str|None=None, document_prompt:str|None=None, # Instruction prefixes
+                    max_length:int|None=None, normalize:bool|None=None, add_eos:bool|None=None,
+                    dtype:torch.dtype|str|None=None, # e.g. torch.bfloat16 or 'bfloat16' (default float32)
+                    device:str|None=None, padding_side:str|None=None,
+                    **model_kwargs) -> Encoder:
+    "Load the whole embedding model: transformer, pooling, the modules after it (Dense, ...), prompts and settings."
     p = model_source(name_or_path)
-    if isinstance(p, Path): saved = {**_st_settings(p), **_read_json(p/'gaprune_encoder.json')}
-    else:
-        from huggingface_hub import snapshot_download  # a hub id: fetch the small config files only
-        try: saved = _st_settings(Path(snapshot_download(p, allow_patterns=['*.json'])))
-        except Exception as e:
-            raise ModelLoadError(f"model {p!r} is not a folder here, and loading it as a Hugging Face hub id failed "
-                                 f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+    if isinstance(p, Path):
+        ours = {k: v for k, v in _read_json(p/'gaprune_encoder.json').items() if k != 'head'}  # 'head' there: names only
+        folder, saved = p, {**_st_settings(p), **ours}
+    else: folder, saved = _hub_folder(p)
     given = dict(pooling=pooling, query_prompt=query_prompt, document_prompt=document_prompt,
                  max_length=max_length, normalize=normalize, add_eos=add_eos)
     kw = {**saved, **{k: v for k, v in given.items() if v is not None}}
@@ -260,12 +302,15 @@ def _from_pretrained(cls, name_or_path:str|Path, # A local folder or a Hugging F
     tok = AutoTokenizer.from_pretrained(str(p))
     if padding_side: tok.padding_side = padding_side
     kw.setdefault('max_length', min(getattr(tok, 'model_max_length', 512) or 512, 512))
-    enc = cls(model, tok, **{k: v for k, v in kw.items() if k in given})
+    specs = saved.get('head') or []
+    head = [h.to(dtype) if dtype else h for h in _load_head(folder, specs)]
+    enc = cls(model, tok, head=head, head_paths=[h['path'] for h in specs], prompts=saved.get('prompts'),
+              default_prompt_name=saved.get('default_prompt_name'), **{k: v for k, v in kw.items() if k in given})
     return enc.to(device) if device else enc
-Encoder.from_pretrained = _from_pretrained
 
 # %% ../nbs/00_core.ipynb #3c62010d
-def _tokenize(self:Encoder, texts:list[str], kind:str='document'):
+@patch
+def tokenize(self:Encoder, texts:list[str], kind:str='document'):
     "Tokenize with the instruction of `kind` ('query' or 'document') prefixed, on the model's device."
     if isinstance(texts, str): raise TypeError("Pass a list of texts, not a single string.")
     if kind not in ('query', 'document'): raise ValueError(f"kind must be 'query' or 'document', not {kind!r}")
@@ -275,20 +320,22 @@ def _tokenize(self:Encoder, texts:list[str], kind:str='document'):
                            max_length=self.max_length, return_tensors='pt')
     return batch.to(self.device)
 
-def _forward(self:Encoder, texts:list[str]|None=None, kind:str='document', batch=None) -> Tensor:
-    "Pooled (un-normalised) embeddings of `texts`, differentiable; or of an already tokenized `batch`."
+@patch
+def forward(self:Encoder, texts:list[str]|None=None, kind:str='document', batch=None) -> Tensor:
+    "Pooled embeddings (through the head, un-normalised) of `texts`, differentiable; or of an already tokenized `batch`."
     batch = batch if batch is not None else self.tokenize(texts, kind)
     inputs = dict(batch)
     if self._positions: inputs['position_ids'] = (batch['attention_mask'].long().cumsum(1) - 1).clamp(min=0)
     hidden = self.model(**inputs).last_hidden_state
-    return pool(hidden, batch['attention_mask'], self.pooling)
-
-Encoder.tokenize, Encoder.forward = _tokenize, _forward
+    e = pool(hidden, batch['attention_mask'], self.pooling)
+    for m in self.head: e = m({'sentence_embedding': e})['sentence_embedding']
+    return e
 
 # %% ../nbs/00_core.ipynb #6fae754e
+@patch
 @torch.no_grad()
-def _encode(self:Encoder, texts:list[str], kind:str='document', batch_size:int=32, normalize:bool|None=None,
-            show_progress:bool=False, convert_to_numpy:bool=True):
+def encode(self:Encoder, texts:list[str], kind:str='document', batch_size:int=32, normalize:bool|None=None,
+           show_progress:bool=False, convert_to_numpy:bool=True):
     "Embed `texts` in batches (longest first, so padding is minimal), in input order, as float32."
     if isinstance(texts, str): raise TypeError("Pass a list of texts, not a single string.")
     texts = list(texts)
@@ -300,35 +347,40 @@ def _encode(self:Encoder, texts:list[str], kind:str='document', batch_size:int=3
                       desc=f"encode {'queries' if kind == 'query' else 'documents'}"):
             e = self([texts[i] for i in order[s:s+batch_size]], kind).float()
             out.append(nn.functional.normalize(e, dim=-1) if normalize else e)
-    dim = getattr(self.model.config, 'hidden_size', 0)
-    emb = torch.cat(out)[torch.argsort(torch.tensor(order))] if out else torch.zeros(0, dim)
+    emb = torch.cat(out)[torch.argsort(torch.tensor(order))] if out else torch.zeros(0, self.dim)
     return emb.cpu().numpy() if convert_to_numpy else emb
-Encoder.encode = _encode
 
 # %% ../nbs/00_core.ipynb #d3a21865
 def _write_st_files(enc:Encoder, path:Path):
-    "The sentence-transformers files (modules, pooling, normalisation, prompts, max length) and our settings."
-    mods = [dict(idx=0, name='0', path='', type='sentence_transformers.models.Transformer'),
-            dict(idx=1, name='1', path='1_Pooling', type='sentence_transformers.models.Pooling')]
-    if enc.normalize: mods.append(dict(idx=2, name='2', path='2_Normalize', type='sentence_transformers.models.Normalize'))
+    "The sentence-transformers files (modules with the head, pooling, normalisation, every prompt, max length) and our settings."
+    T = 'sentence_transformers.models.'
+    mods = [dict(idx=0, name='0', path='', type=T + 'Transformer'), dict(idx=1, name='1', path='1_Pooling', type=T + 'Pooling')]
+    for m, sub in zip(enc.head, enc.head_paths):
+        (path/sub).mkdir(parents=True, exist_ok=True); m.save(str(path/sub))
+        mods.append(dict(idx=len(mods), name=str(len(mods)), path=sub, type=f'{type(m).__module__}.{type(m).__name__}'))
+    if enc.normalize:
+        sub = f'{len(mods)}_Normalize'
+        mods.append(dict(idx=len(mods), name=str(len(mods)), path=sub, type=T + 'Normalize')); (path/sub).mkdir(exist_ok=True)
     (path/'modules.json').write_text(json.dumps(mods, indent=2))
     (path/'1_Pooling').mkdir(exist_ok=True)
     (path/'1_Pooling'/'config.json').write_text(json.dumps(
         dict(embedding_dimension=enc.model.config.hidden_size, pooling_mode=_ST_POOL[enc.pooling]), indent=2))
-    if enc.normalize: (path/'2_Normalize').mkdir(exist_ok=True)
     (path/'sentence_bert_config.json').write_text(json.dumps(dict(max_seq_length=enc.max_length, do_lower_case=False)))
-    prompts = {'query': enc.query_prompt, 'document': enc.document_prompt}
+    prompts = {**enc.prompts, **{k: v for k, v in (('query', enc.query_prompt), ('document', enc.document_prompt))
+                                 if v or k in enc.prompts}}
     (path/'config_sentence_transformers.json').write_text(json.dumps(
-        dict(prompts=prompts, default_prompt_name=None, similarity_fn_name='cosine'), indent=2))
+        dict(prompts=prompts, default_prompt_name=enc.default_prompt_name, similarity_fn_name='cosine'), indent=2))
     (path/'gaprune_encoder.json').write_text(json.dumps(enc.settings, indent=2))
 
 def write_model_files(enc:Encoder, path:Path, **kwargs):
     "Model, tokenizer and sentence-transformers files into the existing folder `path`, with deterministic bytes."
     enc.model.save_pretrained(path, **kwargs); enc.tokenizer.save_pretrained(path)
-    for f in path.glob('*.safetensors'): canonicalize_file(f)  # transformers' headers vary from run to run
     _write_st_files(enc, path)
+    for f in path.rglob('*.safetensors'): canonicalize_file(f)  # the libraries' headers vary from run to run
 
-def _save_pretrained(self:Encoder, path:str|Path, **kwargs):
+@patch
+def save_pretrained(self:Encoder, path:str|Path, # The folder: new, or an existing one whose other files are kept
+                    **kwargs):
     "Save a transformers folder that also loads with `SentenceTransformer`; written aside, then moved into place."
     path = Path(path)
     if not path.exists() or (path.is_dir() and not any(path.iterdir())):
@@ -344,7 +396,6 @@ def _save_pretrained(self:Encoder, path:str|Path, **kwargs):
         else: f.replace(path/f.name)
     tmp.rmdir()
     return path
-Encoder.save_pretrained = _save_pretrained
 
 # %% ../nbs/00_core.ipynb #04fd4f79
 def param_breakdown(model:nn.Module) -> 'pd.DataFrame':
