@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse, sys, time
 from pathlib import Path
 
-from .options import METHODS, REGISTRY, check_scope  # light: no torch, so --help and bad arguments answer at once
+from .options import DTYPES, METHODS, POOLINGS, REGISTRY, check_device, check_scope  # light: no torch, so --help and bad arguments answer at once
 
 # %% auto #0
 __all__ = ['demo', 'evaluate_model', 'run', 'build_parser', 'main']
@@ -20,7 +20,8 @@ def _default_model() -> str:
 def demo(model:str|None=None, # Model folder or hub id (default: the all-MiniLM-L6-v2 fixture)
          domain:str='finance', # Which triplets to embed
          n:int=64,             # How many triplets
-         data:str|None=None    # Data folder (default: $GAPRUNE_DATA)
+         data:str|None=None,   # Data folder (default: $GAPRUNE_DATA)
+         **load                # `Encoder.from_pretrained` settings: pooling, dtype, device
         ):
     "Embed `n` triplets of `domain`, report positive-vs-negative accuracy and the MLP/attention parameter split."
     from gaprune_nb.core import Encoder, param_breakdown, find_layers, model_source
@@ -28,7 +29,7 @@ def demo(model:str|None=None, # Model folder or hub id (default: the all-MiniLM-
     from gaprune_nb.retraining import evaluate_triplets
     t0 = time.time()
     root, src = data_root(data), model_source(model or _default_model())  # checked before anything is loaded
-    enc = Encoder.from_pretrained(src)
+    enc = Encoder.from_pretrained(src, **load)
     trip = domain_triplets(domain, root=root)
     trip = trip.shuffle(seed=0).select(range(min(n, len(trip))))
     acc = evaluate_triplets(enc, trip)['accuracy']
@@ -58,7 +59,8 @@ def evaluate_model(model,                 # A model folder, hub id or `Encoder`
                    suite:str='finance',   # 'finance', 'chemistry' or 'general'
                    limit=None,            # 'tiny', N queries per task, or None (full suites)
                    data:str|None=None,    # Data folder (default: $GAPRUNE_DATA)
-                   show_progress:bool=True, out=None # Also write the report as JSON here
+                   show_progress:bool=True, out=None, # Also write the report as JSON here
+                   **load                 # `Encoder.from_pretrained` settings: pooling, dtype, device
                   ):
     "Evaluate a model (folder, hub id or `Encoder`) on a suite; prints and returns the `Report`."
     from gaprune_nb.core import Encoder, model_source
@@ -66,7 +68,7 @@ def evaluate_model(model,                 # A model folder, hub id or `Encoder`
     from gaprune_nb.evaluation import evaluate
     from gaprune_nb.store import write_text
     limit, root = _as_limit(limit), data_root(data)
-    enc = model if isinstance(model, Encoder) else Encoder.from_pretrained(model_source(model))
+    enc = model if isinstance(model, Encoder) else Encoder.from_pretrained(model_source(model), **load)
     rep = evaluate(enc, suite, root=root, limit=limit, show_progress=show_progress)
     if out: write_text(out, rep.to_json())
     return rep
@@ -82,13 +84,13 @@ def run(cfg,                        # A `RunConfig`
     from gaprune_nb.core import Encoder
     from gaprune_nb.data import data_root
     from gaprune_nb.evaluation import table, delta_pct
-    from gaprune_nb.pipeline import prune_run, stage, write_report
+    from gaprune_nb.pipeline import load_kwargs, prune_run, stage, write_report
     from gaprune_nb.fixtures import minilm_path
     t0 = time.perf_counter()
     limit = _as_limit(limit); data_root(cfg.data)  # checked before the pruning starts
     pruned, mask, report = prune_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite, cache=cache,
                                      checkpoint_every=checkpoint_every)
-    dense = Encoder.from_pretrained(cfg.model or minilm_path())
+    dense = Encoder.from_pretrained(cfg.model or minilm_path(), **load_kwargs(cfg))
     rows, ev = {}, {}
     for s in [cfg.domain] + (['general'] if general else []):
         with stage(report['seconds'], f'evaluate dense and pruned on the {s} suite', show_progress):
@@ -137,6 +139,9 @@ def _scope(s): check_scope(s, None); return s
 def _add_common(p, model_help='model folder or hub id (default: all-MiniLM-L6-v2 fixture)'):
     p.add_argument('--model', default=None, help=model_help)
     p.add_argument('--data', default=None, help='data folder (default: $GAPRUNE_DATA)')
+    p.add_argument('--pooling', default=None, choices=POOLINGS, help="default: the model folder's, else mean; decoder models usually want last")
+    p.add_argument('--dtype', default=None, choices=DTYPES, help='dtype of the weights (default float32)')
+    p.add_argument('--device', default=None, type=_checked(check_device, 'device'), help="'cpu' (default), 'cuda', 'cuda:N', 'mps'")
 
 def _add_prune(p):
     p.add_argument('--domain', default='finance', choices=['finance', 'chemistry'])
@@ -183,7 +188,7 @@ def _config(a):
     from gaprune_nb.pipeline import RunConfig
     return RunConfig(model=a.model, domain=a.domain, method=a.method, sparsity=a.sparsity, scope=a.scope,
                      n_calib=a.n_calib, pool=a.pool or None, batch_size=a.batch_size, max_length=a.max_length,
-                     seed=a.seed, data=a.data)
+                     seed=a.seed, data=a.data, pooling=a.pooling, dtype=a.dtype, device=a.device)
 
 def _one_line(e:BaseException) -> str:
     return ' '.join(str(e).split()) or type(e).__name__
@@ -192,8 +197,9 @@ def main(argv:list[str]|None=None):
     "Entry point of the `gaprune` console script: every error prints one clear line (`--debug` for the traceback)."
     args = build_parser().parse_args(argv)
     run_kw = lambda: dict(overwrite=args.overwrite, cache=args.cache, checkpoint_every=args.checkpoint_every)
+    load = dict(pooling=args.pooling, dtype=args.dtype, device=args.device)
     try:
-        if args.cmd == 'demo': demo(args.model, args.domain, args.n, args.data)
+        if args.cmd == 'demo': demo(args.model, args.domain, args.n, args.data, **load)
         elif args.cmd == 'prune':
             from gaprune_nb.pipeline import prune_run, report_markdown
             _, _, rep = prune_run(_config(args), out=args.out, stats=args.stats, **run_kw())
@@ -201,7 +207,7 @@ def main(argv:list[str]|None=None):
             print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in rep['seconds'].items())); print(f"saved: {args.out}")
         elif args.cmd == 'eval':
             from gaprune_nb.evaluation import table
-            rep = evaluate_model(args.model or _default_model(), args.suite, args.limit, args.data, out=args.json)
+            rep = evaluate_model(args.model or _default_model(), args.suite, args.limit, args.data, out=args.json, **load)
             print(table([rep]).round(2).T.to_string())
         elif args.cmd == 'run': run(_config(args), args.out, args.limit, args.general, **run_kw())
     except KeyboardInterrupt:

@@ -19,9 +19,9 @@ from transformers import AutoModel, AutoTokenizer
 from .store import atomic_dir, canonicalize_file, fsync_tree, replace_dir
 
 # %% auto #0
-__all__ = ['POOLINGS', 'ARCHS', 'seed_everything', 'pool', 'make_instruction', 'ArchSpec', 'UnsupportedArchitecture',
-           'LayerModules', 'find_layers', 'mlp_linears', 'arch_spec', 'ModelLoadError', 'model_source',
-           'check_embedder', 'evaluating', 'Encoder', 'write_model_files', 'param_breakdown', 'info_nce']
+__all__ = ['ARCHS', 'seed_everything', 'pool', 'make_instruction', 'ArchSpec', 'UnsupportedArchitecture', 'LayerModules',
+           'find_layers', 'mlp_linears', 'arch_spec', 'ModelLoadError', 'model_source', 'check_embedder', 'evaluating',
+           'Encoder', 'write_model_files', 'param_breakdown', 'info_nce']
 
 # %% ../nbs/00_core.ipynb #0b2752f3
 def seed_everything(seed:int=0):
@@ -29,7 +29,7 @@ def seed_everything(seed:int=0):
     random.seed(seed); np.random.seed(seed); torch.manual_seed(seed)
 
 # %% ../nbs/00_core.ipynb #7e7d7561
-POOLINGS = ('mean', 'cls', 'last', 'weighted_mean')
+from .options import POOLINGS  # ('mean', 'cls', 'last', 'weighted_mean'): a light module the CLI reads
 
 def pool(hidden:Tensor,  # (batch, seq, dim) token states
          mask:Tensor,    # (batch, seq) attention mask, 1 for real tokens

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 # %% auto #0
-__all__ = ['REGISTRY', 'METHODS', 'SCOPES', 'Method', 'method', 'check_scope']
+__all__ = ['REGISTRY', 'METHODS', 'SCOPES', 'POOLINGS', 'DTYPES', 'Method', 'method', 'check_scope', 'check_device']
 
 # %% ../nbs/04b_options.ipynb #7643a09f
 @dataclass(frozen=True)
@@ -53,3 +53,12 @@ def check_scope(scope:str,                # 'global', 'layer', 'matrix', 'row' o
     if sparsity is not None and not 0 <= sparsity <= 1:
         raise ValueError(f"sparsity must be a number in [0, 1] (the share of weights to prune), got {sparsity!r}.")
     return None
+
+# %% ../nbs/04b_options.ipynb #36729d7f
+POOLINGS = ('mean', 'cls', 'last', 'weighted_mean')  # see `gaprune_nb.core.pool`
+DTYPES = ('float32', 'bfloat16', 'float16')
+
+def check_device(device:str|None) -> str|None:
+    "`device` if it names a torch device ('cpu', 'cuda', 'cuda:1', 'mps'), else a `ValueError`."
+    if device is None or re.fullmatch(r'cpu|mps|cuda(:\d+)?', device): return device
+    raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'mps', not {device!r}")

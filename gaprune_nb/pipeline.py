@@ -4,7 +4,7 @@
 
 # %% ../nbs/11_pipeline.ipynb #3cde1320
 from __future__ import annotations
-import math, os, shutil, sys, time
+import json, math, os, shutil, sys, time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -16,12 +16,13 @@ from .sampling import kmeans_sample
 from .fisher import GradientStats, checkpoint_step, gradient_statistics
 from .dai import PruneConfig, importance, prune
 from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
-from .options import check_scope, method
+from .options import DTYPES, POOLINGS, check_device, check_scope, method
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, dataset_sha256, verify_dir
 from .store import OutputError, atomic_dir, check_output, sha256_json, write_json, write_text
 
 # %% auto #0
-__all__ = ['CACHE_MARKER', 'RunConfig', 'calibration_sets', 'stage', 'prune_run', 'report_markdown', 'write_report', 'save_run']
+__all__ = ['CACHE_MARKER', 'RunConfig', 'calibration_sets', 'stage', 'load_kwargs', 'prune_run', 'report_markdown',
+           'write_report', 'save_run']
 
 # %% ../nbs/11_pipeline.ipynb #27ff2e96
 @dataclass
@@ -38,9 +39,14 @@ class RunConfig:
     max_length: int|None = 256  # token limit while computing statistics
     seed: int = 0
     data: str|None = None       # data folder; None: $GAPRUNE_DATA
+    pooling: str|None = None    # None: the model folder's (sentence-transformers) pooling, else 'mean'
+    dtype: str|None = None      # weights' dtype: 'float32' (None), 'bfloat16' or 'float16'
+    device: str|None = None     # 'cpu' (None), 'cuda', 'cuda:N' or 'mps'
 
     def __post_init__(self):
-        method(self.method)
+        method(self.method); check_device(self.device)
+        if self.pooling not in (None,) + POOLINGS: raise ValueError(f"pooling must be one of {POOLINGS}, not {self.pooling!r}")
+        if self.dtype not in (None,) + DTYPES: raise ValueError(f"dtype must be one of {DTYPES}, not {self.dtype!r}")
         if self.domain not in DOMAINS or self.domain == 'general':
             raise ValueError(f"domain must be one of {[d for d in DOMAINS if d != 'general']}, not {self.domain!r}")
         nm = check_scope(self.scope, None if ':' in str(self.scope) else self.sparsity)
@@ -53,6 +59,16 @@ class RunConfig:
             raise ValueError(f"pool must be a non-negative integer (0 or None: all triplets), not {self.pool!r}")
         if self.max_length is not None and not (isinstance(self.max_length, int) and self.max_length >= 1):
             raise ValueError(f"max_length must be a positive integer or None, not {self.max_length!r}")
+
+    @classmethod
+    def from_run(cls, path:str|Path # A run folder written by `prune_run`
+                ) -> RunConfig:
+        "The settings a run folder was made with (from its `gaprune_report.json`): run them again to reproduce it."
+        f = Path(path)/'gaprune_report.json'
+        if not f.is_file(): raise FileNotFoundError(f"{path} is not a gaprune run folder (no gaprune_report.json).")
+        try: return cls(**json.loads(f.read_text())['config'])
+        except (ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"{f} holds no usable run settings ({type(e).__name__}: {e}).") from None
 
 # %% ../nbs/11_pipeline.ipynb #fd0bd672
 def calibration_sets(encoder:Encoder, domain:str, n:int=256, seed:int=0, pool:int|None=4000,
@@ -88,6 +104,10 @@ def _report(cfg:RunConfig, enc:Encoder, mask:dict, calib:dict, timings:dict, mag
                 seconds=timings)
 
 # %% ../nbs/11_pipeline.ipynb #89b2be0b
+def load_kwargs(cfg:RunConfig) -> dict:
+    "The `Encoder.from_pretrained` arguments a run's settings fix (pooling, dtype, device)."
+    return dict(pooling=cfg.pooling, dtype=cfg.dtype, device=cfg.device)
+
 CACHE_MARKER = 'gaprune_cache.json'
 
 def _work_dir(out:Path|None, cache, protect:tuple) -> Path|None:
@@ -157,7 +177,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     seed_everything(cfg.seed)
     timings, calib, resumed = {}, {}, {}
     with stage(timings, 'load model', say):
-        enc = Encoder.from_pretrained(src)
+        enc = Encoder.from_pretrained(src, **load_kwargs(cfg))
         find_layers(enc)  # an unsupported architecture fails here, before any real work
     if m.calib:
         with stage(timings, 'calibration sample (k-means)', say):

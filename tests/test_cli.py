@@ -61,3 +61,19 @@ def test_eval_tiny_suite(tmp_path):
     assert r.returncode == 0, r.stderr
     rep = json.loads((tmp_path / 'r.json').read_text())
     assert set(rep['types'].values()) == {'Retrieval', 'STS'} and all(0 <= v <= 1 for v in rep['scores'].values())
+
+
+def test_decoder_folder_gets_last_token_pooling_and_dtype_from_the_cli(tmp_path):
+    "A decoder saved without a pooling config: --pooling last and --dtype reach the model and the report."
+    from gaprune_nb.fixtures import tiny_model
+    m, tok = tiny_model('llama')
+    m.save_pretrained(tmp_path / 'llama'); tok.save_pretrained(tmp_path / 'llama')
+    out = tmp_path / 'run'
+    r = gaprune('prune', '--model', tmp_path / 'llama', '--method', 'magnitude', '--pooling', 'last', '--dtype', 'bfloat16',
+                '--out', out)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rep = json.loads((out / 'gaprune_report.json').read_text())
+    assert rep['encoder']['pooling'] == 'last' and rep['config']['dtype'] == 'bfloat16'
+    from safetensors import safe_open
+    with safe_open(str(out / 'model.safetensors'), 'pt') as f: dtypes = {f.get_slice(k).get_dtype() for k in f.keys()}
+    assert dtypes == {'BF16'} and Encoder.from_pretrained(out).pooling == 'last'  # saved in bfloat16, reloads with last
