@@ -1,7 +1,7 @@
 """Speed of exact per-sample gradient statistics on all-MiniLM-L6-v2, against the two obvious alternatives.
 
-    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/fisher_speed.py > bench/fisher_speed.txt
-    HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/fisher_speed.py --device cuda -n 256 --batch-size 32 > bench/fisher_speed_cuda.txt
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/fisher_speed.py > results/bench/fisher_speed.txt
+    HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/fisher_speed.py --device cuda -n 256 --batch-size 32 > results/bench/fisher_speed_cuda.txt
 
 Three ways through the same triplets (half general, half finance), same batches, same max length:
 
@@ -78,7 +78,7 @@ def main():
     print(__doc__.strip().splitlines()[0])
     print(f"command: OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')} HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python "
           f"bench/fisher_speed.py -n {a.n} --batch-size {a.batch_size} --max-length {a.max_length} --rounds {a.rounds} "
-          f"--device {a.device} > bench/fisher_speed{_suffix(a.device)}.txt")
+          f"--device {a.device} > results/bench/fisher_speed{_suffix(a.device)}.txt")
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores visible, torch "
           f"{torch.__version__}, {torch.get_num_threads()} thread(s), device {enc.device}"
           + (f" ({torch.cuda.get_device_name()})" if enc.device.type == 'cuda' else ''))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Peak extra memory of the exact global top-k of `gaprune_nb.masks.make_mask` vs the concatenate-and-select references.
 
-    OMP_NUM_THREADS=1 MALLOC_MMAP_THRESHOLD_=65536 .venv/bin/python bench/topk_memory.py > bench/topk_memory.txt
+    OMP_NUM_THREADS=1 MALLOC_MMAP_THRESHOLD_=65536 .venv/bin/python bench/topk_memory.py > results/bench/topk_memory.txt
 
 Every measurement runs in a fresh subprocess: it builds the score dict (fp32 uniform noise, filled in place so that
 building it leaves no temporaries), reads the peak resident set size (`ru_maxrss`), selects the top 50% of all scores

@@ -15,8 +15,8 @@ from .core import Encoder, evaluating, mlp_linears
 from .masks import kth_largest, make_mask, apply_mask, MaskError
 
 # %% auto #0
-__all__ = ['NORMALIZATIONS', 'scored_weights', 'term_scale', 'dai_scores', 'ScoreConfig', 'activation_norms', 'gaprune_scores',
-           'importance', 'PruneConfig', 'prune']
+__all__ = ['NORMALIZATIONS', 'SCORERS', 'scored_weights', 'term_scale', 'dai_scores', 'ScoreConfig', 'activation_norms',
+           'gaprune_scores', 'scorer', 'importance', 'PruneConfig', 'prune']
 
 # %% ../nbs/05_dai.ipynb #24b4908a
 def scored_weights(model:nn.Module|dict,     # A model, or already a dict {name: weight tensor}
@@ -165,7 +165,7 @@ def activation_norms(encoder:Encoder,             # The model to calibrate (toke
     return {k: v.sqrt().float() for k, v in sq.items()}
 
 # %% ../nbs/05_dai.ipynb #e1be0bc8
-from .options import METHODS  # the registry: names, what each needs, one line each
+from .options import METHODS, method as method_spec  # the registry: names, what each needs, one line each
 
 def _stored(d:dict|None, dtype:str|None) -> dict|None:
     "Round tensors through `dtype` (how a statistic stored in fp16 comes back), as fp32."
@@ -197,6 +197,42 @@ def gaprune_scores(weights:dict, stats, config:ScoreConfig|None=None) -> dict:
     w, fd, fg, s_g = (_stored(d, cfg.storage_dtype) for d in (weights, fd, fg, s_g))
     return dai_scores(w, fd, fg if cfg.beta else None, s_g, **cfg.dai_kwargs())
 
+SCORERS = {}  # method name -> scorer(weights, model=, stats=, calib=, seed=, config=) -> {name: score}
+
+def scorer(name:str):
+    "Register the scorer of method `name` (which must be in `gaprune_nb.options.REGISTRY`)."
+    def deco(f):
+        method_spec(name); SCORERS[name] = f
+        return f
+    return deco
+
+@scorer('random')
+def _random(w, seed=0, **_):
+    gen = torch.Generator().manual_seed(seed)
+    return {k: torch.rand(v.shape, generator=gen).to(v.device) for k, v in w.items()}
+
+@scorer('magnitude')
+def _magnitude(w, **_): return {k: v.float().abs() for k, v in w.items()}
+
+def _fisher_times_magnitude(kind):
+    def f(w, stats=None, **_):
+        fi = stats.fisher_gen if kind == 'gen' else stats.fisher_dom
+        _check(w, **{f'fisher_{kind}': fi})
+        return {k: fi[k].float() * v.float().abs() for k, v in w.items()}
+    return f
+scorer('fisher-gen')(_fisher_times_magnitude('gen')); scorer('fisher-dom')(_fisher_times_magnitude('dom'))
+
+@scorer('wanda')
+def _wanda(w, model=None, calib=None, **_):
+    norms = activation_norms(model, calib, params=list(w))
+    return {k: v.float().abs() * norms[k].to(v.device) for k, v in w.items()}
+
+@scorer('gaprune')
+def _gaprune(w, stats=None, config=None, **_): return gaprune_scores(w, stats, config)
+
+@scorer('gaprune-official')
+def _gaprune_official(w, stats=None, **_): return gaprune_scores(w, stats, ScoreConfig.official())
+
 def importance(method:str,                  # One of `METHODS`
                model:nn.Module,             # The model (an `Encoder` for 'wanda') whose weights are scored
                stats=None,                  # `GradientStats` for the Fisher and GAPrune methods
@@ -206,23 +242,13 @@ def importance(method:str,                  # One of `METHODS`
                params:list[str]|None=None    # Linear names to score; default all MLP matrices
               ) -> dict:
     "Importance of every scored weight by `method`: {name: fp32 tensor}, higher = keep."
-    if method not in METHODS: raise ValueError(f"Unknown method {method!r}; choose one of {METHODS}.")
+    m = method_spec(method)
     w = scored_weights(model, params)
-    if method in ('fisher-gen', 'fisher-dom', 'gaprune', 'gaprune-official') and stats is None:
+    if m.stats and stats is None:
         raise ValueError(f"Method {method!r} needs `stats`: gaprune_nb.fisher.gradient_statistics(encoder, general, domain).")
-    if method == 'random':
-        gen = torch.Generator().manual_seed(seed)
-        return {k: torch.rand(v.shape, generator=gen).to(v.device) for k, v in w.items()}
-    if method == 'magnitude': return {k: v.float().abs() for k, v in w.items()}
-    if method in ('fisher-gen', 'fisher-dom'):
-        f = stats.fisher_gen if method == 'fisher-gen' else stats.fisher_dom
-        _check(w, **{method.replace('-', '_'): f})
-        return {k: f[k].float() * v.float().abs() for k, v in w.items()}
-    if method == 'wanda':
-        if calib is None: raise ValueError("Method 'wanda' needs `calib`: calibration texts or triplets.")
-        norms = activation_norms(model, calib, params=list(w))
-        return {k: v.float().abs() * norms[k].to(v.device) for k, v in w.items()}
-    return gaprune_scores(w, stats, ScoreConfig.official() if method == 'gaprune-official' else config)
+    if m.calib and not m.stats and calib is None:
+        raise ValueError(f"Method {method!r} needs `calib`: calibration texts or triplets.")
+    return SCORERS[method](w, model=model, stats=stats, calib=calib, seed=seed, config=config)
 
 # %% ../nbs/05_dai.ipynb #d60b592b
 @dataclass
