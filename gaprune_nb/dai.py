@@ -13,6 +13,7 @@ from tqdm.auto import tqdm
 
 from .core import Encoder, evaluating, mlp_linears
 from .masks import kth_largest, make_mask, apply_mask, MaskError
+from .options import METHODS, method as method_spec  # the registry: names, what each needs, one line each
 
 # %% auto #0
 __all__ = ['NORMALIZATIONS', 'SCORERS', 'scored_weights', 'term_scale', 'dai_scores', 'ScoreConfig', 'activation_norms',
@@ -165,8 +166,6 @@ def activation_norms(encoder:Encoder,             # The model to calibrate (toke
     return {k: v.sqrt().float() for k, v in sq.items()}
 
 # %% ../nbs/05_dai.ipynb #e1be0bc8
-from .options import METHODS, method as method_spec  # the registry: names, what each needs, one line each
-
 def _stored(d:dict|None, dtype:str|None) -> dict|None:
     "Round tensors through `dtype` (how a statistic stored in fp16 comes back), as fp32."
     if d is None or dtype is None: return d
