@@ -11,7 +11,7 @@ from tqdm.auto import tqdm
 
 from .core import Encoder, info_nce, pool
 from .core import evaluating
-from .layer_drop import _parts, drop_sublayers
+from .arch import drop_sublayers, sublayer_parts
 
 # %% auto #0
 __all__ = ['layer_embeddings', 'l3prune_losses', 'l3prune_configs', 'truncate']
@@ -26,7 +26,7 @@ def layer_embeddings(enc:Encoder,        # The model, with its pooling and instr
                     ) -> Tensor:
     "(n_layers, len(texts), dim) pooled embeddings after every layer, final norm applied: what each truncation would give."
     if isinstance(texts, str): raise TypeError("Pass a list of texts, not a single string.")
-    base, _, sub, layers = _parts(enc.model)
+    base, _, sub, layers = sublayer_parts(enc.model)
     norm = base.get_submodule(sub.final_norm) if sub.final_norm else nn.Identity()
     out, cur, handles = [[] for _ in layers], {}, []
     def grab(i):
@@ -92,6 +92,6 @@ def truncate(model:nn.Module,   # An AutoModel, a wrapper of one, or an `Encoder
              n_layers:int       # Layers to keep (the first `n_layers`)
             ) -> nn.Module:
     "Keep the first `n_layers` layers, in place: a normal model with `num_hidden_layers = n_layers`."
-    L = len(_parts(model)[3])
+    L = len(sublayer_parts(model)[3])
     if not 1 <= n_layers <= L: raise ValueError(f"n_layers must be in 1..{L}, got {n_layers}")
     return drop_sublayers(model, blocks=range(n_layers, L))

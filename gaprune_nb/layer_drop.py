@@ -12,51 +12,16 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from .core import Encoder, UnsupportedArchitecture, _unwrap, evaluating
+from .arch import (SUBLAYERS, SublayerSpec, UnsupportedArchitecture, drop_sublayers, dropped_sublayers,
+                             restore_dropped, sublayer_parts, unwrap)
+from .core import Encoder, evaluating
 
 # %% auto #0
-__all__ = ['SUBLAYERS', 'SublayerSpec', 'dropped_sublayers', 'effir_importance', 'SkippedAttention', 'SkippedMLP',
-           'SkippedOutput', 'drop_sublayers', 'restore_dropped', 'drop_order', 'drop_plan', 'plot_importance']
-
-# %% ../nbs/06_layer_drop.ipynb #f7d091a7
-@dataclass(frozen=True)
-class SublayerSpec:
-    "How a layer's two residual branches are wired, beyond `core.ArchSpec`; paths are relative to one layer."
-    mid: str                       # module whose input is the stream between the attention and the MLP branch
-    attn_sum: str|None = None      # post-LN: the LayerNorm applied to x + attn(x)
-    mlp_sum: str|None = None       # post-LN: the LayerNorm applied to h + mlp(h)
-    attn_norms: tuple = ()         # pre-LN: norms used by the attention branch alone (dropped with it)
-    mlp_norms: tuple = ()          # pre-LN: norms used by the MLP branch alone (dropped with it)
-    mlp_parts: tuple = ('mlp',)    # modules that make up the MLP branch
-    final_norm: str|None = 'norm'  # path on the base model of the norm after the last layer (None: post-LN)
-
-_LLAMA = SublayerSpec('post_attention_layernorm', attn_norms=('input_layernorm',), mlp_norms=('post_attention_layernorm',))
-_GEMMA3 = SublayerSpec('pre_feedforward_layernorm', attn_norms=('input_layernorm', 'post_attention_layernorm'),
-                       mlp_norms=('pre_feedforward_layernorm', 'post_feedforward_layernorm'))
-_POST_LN = dict(mid='intermediate', mlp_sum='output.LayerNorm', mlp_parts=('intermediate', 'output'), final_norm=None)
-SUBLAYERS = {
-    'bert':  SublayerSpec(attn_sum='attention.output.LayerNorm', **_POST_LN),
-    'mpnet': SublayerSpec(attn_sum='attention.LayerNorm', **_POST_LN),
-    **{a: _LLAMA for a in ('llama', 'mistral', 'qwen2', 'qwen3')},
-    'gemma3_text': _GEMMA3, 'gemma3': _GEMMA3,
-}
-
-def _parts(model:nn.Module):
-    "The base model, its `ArchSpec`, its `SublayerSpec` and its ModuleList of layers."
-    base, _, spec = _unwrap(model)
-    mt = base.config.model_type
-    if mt not in SUBLAYERS:
-        raise UnsupportedArchitecture(f"No `SublayerSpec` for model_type={mt!r}; supported: {sorted(SUBLAYERS)}. "
-                                      "Add one to `gaprune_nb.layer_drop.SUBLAYERS`.")
-    return base, spec, SUBLAYERS[mt], base.get_submodule(spec.layers)
+__all__ = ['effir_importance', 'drop_order', 'drop_plan', 'plot_importance']
 
 # %% ../nbs/06_layer_drop.ipynb #11d034cd
 def _first(o): return o[0] if isinstance(o, (tuple, list)) else o
 
-def dropped_sublayers(model:nn.Module) -> dict:
-    "The sub-layers `drop_sublayers` removed from `model`, as recorded in its config: {'attn': [...], 'mlp': [...]}."
-    d = getattr(_unwrap(model)[0].config, 'gaprune_dropped', None) or {}
-    return {k: list(d.get(k, [])) for k in ('attn', 'mlp')}
 def _cos_sum(a, b, mask):
     "Sum over the real tokens (`mask`) of the cosine between two (batch, seq, dim) streams."
     c = F.cosine_similarity(a.float(), b.float(), dim=-1)
@@ -75,7 +40,7 @@ def effir_importance(enc:Encoder,             # The model, with its tokenizer an
     import pandas as pd
     if post_ln not in ('residual', 'output'): raise ValueError(f"post_ln must be 'residual' or 'output', not {post_ln!r}")
     if isinstance(texts, str) or not len(texts): raise ValueError("Pass a non-empty list of calibration texts.")
-    _, spec, sub, layers = _parts(enc.model)
+    _, spec, sub, layers = sublayer_parts(enc.model)
     gone = dropped_sublayers(enc.model)
     sums, seen, cur, handles = {}, {}, {}, []
     def keep(key):  # a pre-hook that stores the module's input under `key`, for the layer being run
@@ -113,131 +78,6 @@ def effir_importance(enc:Encoder,             # The model, with its tokenizer an
     rows = [dict(layer=i, kind=k, importance=1 - sums[i, k]/n_tok if (i, k) in sums else float('nan'))
             for i in range(len(layers)) for k in ('attn', 'mlp', 'block')]
     return pd.DataFrame(rows)
-
-# %% ../nbs/06_layer_drop.ipynb #ac41effc
-class SkippedAttention(nn.Module):
-    "A dropped attention sub-layer: returns zeros (pre-LN), its input or its kept LayerNorm of it (post-LN)."
-    def __init__(self, post_ln:bool=False, norm:nn.Module|None=None, norm_path:str|None=None):
-        super().__init__()
-        self.post_ln, self.norm_path = post_ln, norm_path if norm is not None else None
-        if norm is not None: _attach(self, norm_path, norm)
-    def forward(self, hidden_states=None, *args, **kwargs):
-        x = hidden_states
-        if not self.post_ln: out = torch.zeros_like(x)
-        else: out = self.get_submodule(self.norm_path)(x) if self.norm_path else x
-        return out, None
-
-class SkippedMLP(nn.Module):
-    "A dropped pre-LN MLP: returns zeros, so the residual add passes its input through unchanged."
-    def forward(self, x): return torch.zeros_like(x)
-
-class SkippedOutput(nn.Module):
-    "The last part of a dropped post-LN MLP: `(mlp_out, h) -> h`, or its kept LayerNorm of `h`."
-    def __init__(self, norm:nn.Module|None=None, norm_path:str|None=None):
-        super().__init__()
-        self.norm_path = norm_path if norm is not None else None
-        if norm is not None: _attach(self, norm_path, norm)
-    def forward(self, hidden_states, input_tensor):
-        return self.get_submodule(self.norm_path)(input_tensor) if self.norm_path else input_tensor
-
-def _attach(root:nn.Module, path:str, module:nn.Module):
-    "Put `module` at dotted `path` under `root`, creating empty parents, so parameter names stay as they were."
-    *parents, leaf = path.split('.')
-    for p in parents:
-        if not hasattr(root, p): root.add_module(p, nn.Module())
-        root = getattr(root, p)
-    root.add_module(leaf, module)
-
-# %% ../nbs/06_layer_drop.ipynb #5dec2487
-def _rel(path:str, owner:str) -> str:
-    "`path` relative to its ancestor `owner` ('attention.output.LayerNorm', 'attention' -> 'output.LayerNorm')."
-    return path[len(owner)+1:]
-
-def _drop_branch(layer:nn.Module, spec, sub:SublayerSpec, name:str, post_ln_skip:str):
-    "Replace one branch ('attn' or 'mlp') of `layer` by its exact skip; a no-op if it is already skipped."
-    if name == 'attn':
-        if isinstance(layer.get_submodule(spec.attn), SkippedAttention): return
-        if spec.post_ln:
-            keep = post_ln_skip == 'norm'
-            rel = _rel(sub.attn_sum, spec.attn)
-            skip = SkippedAttention(True, layer.get_submodule(sub.attn_sum) if keep else None, rel)
-        else: skip = SkippedAttention()
-        layer.set_submodule(spec.attn, skip)
-        for n in sub.attn_norms: layer.set_submodule(n, nn.Identity())
-    else:
-        last = sub.mlp_parts[-1]
-        if isinstance(layer.get_submodule(last), (SkippedMLP, SkippedOutput)): return
-        if spec.post_ln:
-            keep = post_ln_skip == 'norm'
-            norm = layer.get_submodule(sub.mlp_sum) if keep else None
-            for p in sub.mlp_parts[:-1]: layer.set_submodule(p, nn.Identity())
-            layer.set_submodule(last, SkippedOutput(norm, _rel(sub.mlp_sum, last)))
-        else:
-            layer.set_submodule(last, SkippedMLP())
-            for n in sub.mlp_norms: layer.set_submodule(n, nn.Identity())
-
-# %% ../nbs/06_layer_drop.ipynb #231026ae
-def _check(idx, n:int, what:str) -> list[int]:
-    idx = sorted({int(i) for i in idx})
-    bad = [i for i in idx if not 0 <= i < n]
-    if bad: raise IndexError(f"{what}: layer indices {bad} are out of range; the model has layers 0..{n-1}.")
-    return idx
-
-def _remove_blocks(base:nn.Module, spec, keep:list[int]):
-    "Keep only the layers `keep` (in order) and renumber everything indexed by layer."
-    cfg, layers = base.config, base.get_submodule(spec.layers)
-    n = len(layers)
-    base.set_submodule(spec.layers, nn.ModuleList([layers[i] for i in keep]))
-    for j, i in enumerate(keep):
-        for m in layers[i].modules():
-            if isinstance(getattr(m, 'layer_idx', None), int): m.layer_idx = j
-    for k in list(cfg.to_dict()):
-        v = getattr(cfg, k, None)
-        if 'layer' in k and isinstance(v, (list, tuple)) and len(v) == n: setattr(cfg, k, type(v)(v[i] for i in keep))
-    cfg.num_hidden_layers = len(keep)
-    d = getattr(cfg, 'gaprune_dropped', None)
-    if d:
-        new = {i: j for j, i in enumerate(keep)}
-        d = {**d, **{k: [new[i] for i in d.get(k, []) if i in new] for k in ('attn', 'mlp')}}
-        cfg.gaprune_dropped = d if d['attn'] or d['mlp'] else None
-
-# %% ../nbs/06_layer_drop.ipynb #13aa8bee
-def drop_sublayers(model:nn.Module,           # An AutoModel, a wrapper of one (`...ForCausalLM`, `Encoder`)
-                   attn:Iterable[int]=(),     # Layers whose attention sub-layer to drop
-                   mlp:Iterable[int]=(),      # Layers whose MLP sub-layer to drop
-                   blocks:Iterable[int]=(),   # Layers to remove entirely
-                   post_ln_skip:str='identity' # Post-LN only: a dropped sub-layer passes its input ('identity') or LN of it ('norm')
-                  ) -> nn.Module:
-    "Structurally drop attention / MLP sub-layers and whole blocks, in place; indices are layer numbers before the call."
-    if post_ln_skip not in ('identity', 'norm'):
-        raise ValueError(f"post_ln_skip must be 'identity' or 'norm', not {post_ln_skip!r}")
-    base, spec, sub, layers = _parts(model)
-    n, cfg = len(layers), base.config
-    attn, mlp, blocks = _check(attn, n, 'attn'), _check(mlp, n, 'mlp'), _check(blocks, n, 'blocks')
-    if len(blocks) == n: raise ValueError(f"Cannot drop all {n} blocks; keep at least one.")
-    prev = getattr(cfg, 'gaprune_dropped', None) or {}
-    if spec.post_ln and (attn or mlp) and prev.get('post_ln_skip', post_ln_skip) != post_ln_skip:
-        raise ValueError(f"This model's sub-layers were dropped with post_ln_skip={prev['post_ln_skip']!r}; "
-                         f"use the same for further drops, not {post_ln_skip!r}.")
-    for name, idx in (('attn', attn), ('mlp', mlp)):
-        for i in idx: _drop_branch(layers[i], spec, sub, name, post_ln_skip)
-    if attn or mlp:
-        d = {k: sorted(set(prev.get(k, [])) | set(v)) for k, v in (('attn', attn), ('mlp', mlp))}
-        if spec.post_ln: d['post_ln_skip'] = post_ln_skip
-        cfg.gaprune_dropped = d
-    if blocks: _remove_blocks(base, spec, [i for i in range(n) if i not in blocks])
-    return model
-
-def restore_dropped(model:nn.Module) -> nn.Module:
-    "Re-apply the sub-layer drops recorded in the config (`gaprune_dropped`) after `from_pretrained`; idempotent."
-    cfg = getattr(model, 'config', None)
-    if cfg is not None and not getattr(cfg, 'gaprune_dropped', None): return model  # nothing to do, any architecture
-    base, spec, sub, layers = _parts(model)
-    d = getattr(base.config, 'gaprune_dropped', None) or {}
-    for name in ('attn', 'mlp'):
-        for i in _check(d.get(name, []), len(layers), f'gaprune_dropped[{name!r}]'):
-            _drop_branch(layers[i], spec, sub, name, d.get('post_ln_skip', 'identity'))
-    return model
 
 # %% ../nbs/06_layer_drop.ipynb #6bd2c149
 _KINDS = ('attn', 'mlp', 'block')
