@@ -11,13 +11,12 @@ from torch import Tensor
 import torch.nn.functional as F
 
 from .fisher import GradientStats
+from .options import ALIGNMENTS
 
 # %% auto #0
-__all__ = ['ALIGNMENTS', 'gradient_alignment']
+__all__ = ['gradient_alignment']
 
 # %% ../nbs/04_alignment.ipynb #4d59efd8
-ALIGNMENTS = ('cosine', 'official', 'sign')
-
 def _official(gg:Tensor, gd:Tensor, eps:float, window:int) -> Tensor:
     "Unit-normalise each tensor, multiply elementwise, smooth with a `window`x`window` mean filter (zero padded)."
     ng, nd = gg.norm(), gd.norm()

@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse, sys, time
 from pathlib import Path
 
-from .options import DTYPES, METHODS, POOLINGS, REGISTRY, check_device, check_scope  # light: no torch, so --help and bad arguments answer at once
+from dataclasses import fields
+from .options import DTYPES, METHODS, POOLINGS, REGISTRY, ScoreConfig, check_device, check_scope  # light: no torch, so --help and bad arguments answer at once
 
 # %% auto #0
 __all__ = ['demo', 'evaluate_model', 'run', 'build_parser', 'main']
@@ -160,6 +161,27 @@ def _add_prune(p):
     p.add_argument('--cache', default=None, help='keep statistics checkpoints and finished statistics here for reuse '
                                                  '(default: OUT.partial, removed when the run completes)')
     p.add_argument('--checkpoint-every', type=_int_at_least(1), default=20, help='statistics steps between checkpoints')
+    _add_score(p)
+
+def _none_or(conv):
+    return lambda s: None if s.lower() == 'none' else conv(s)
+
+def _pair(s):
+    try: lo, hi = map(float, s.split(','))
+    except ValueError: raise ValueError(f"--clamp takes LOW,HIGH such as 0.8,1.2 (or none), not {s!r}") from None
+    return (lo, hi)
+
+def _add_score(p):
+    "One flag per `ScoreConfig` field, its help from the field's comment (a new field is a new flag, documented)."
+    from fastcore.docments import docments  # light: no torch
+    docs = docments(ScoreConfig)
+    g = p.add_argument_group('DAI scoring of --method gaprune (gaprune_nb.options.ScoreConfig; "none" unsets)')
+    for f in fields(ScoreConfig):
+        d, flag, h = f.default, '--' + f.name.replace('_', '-'), f"{docs.get(f.name) or ''} (default {f.default})"
+        if isinstance(d, bool): g.add_argument(flag, action=argparse.BooleanOptionalAction, default=d, help=docs.get(f.name))
+        elif isinstance(d, (int, float)): g.add_argument(flag, type=float, default=d, help=h)
+        elif f.name == 'clamp': g.add_argument(flag, type=_checked(_none_or(_pair), 'LOW,HIGH'), default=d, help=h)
+        else: g.add_argument(flag, type=_none_or(str), default=d, help=h)
 
 def build_parser() -> argparse.ArgumentParser:
     "The `gaprune` argument parser (subcommands)."
@@ -188,7 +210,8 @@ def _config(a):
     from gaprune_nb.pipeline import RunConfig
     return RunConfig(model=a.model, domain=a.domain, method=a.method, sparsity=a.sparsity, scope=a.scope,
                      n_calib=a.n_calib, pool=a.pool or None, batch_size=a.batch_size, max_length=a.max_length,
-                     seed=a.seed, data=a.data, pooling=a.pooling, dtype=a.dtype, device=a.device)
+                     seed=a.seed, data=a.data, pooling=a.pooling, dtype=a.dtype, device=a.device,
+                     score=ScoreConfig(**{f.name: getattr(a, f.name) for f in fields(ScoreConfig)}))
 
 def _one_line(e:BaseException) -> str:
     return ' '.join(str(e).split()) or type(e).__name__

@@ -13,11 +13,11 @@ from tqdm.auto import tqdm
 
 from .core import Encoder, evaluating, mlp_linears
 from .masks import kth_largest, make_mask, apply_mask, MaskError
-from .options import METHODS, method as method_spec  # the registry: names, what each needs, one line each
+from .options import METHODS, NORMALIZATIONS, ScoreConfig, method as method_spec  # the registry and the DAI settings
 
 # %% auto #0
-__all__ = ['NORMALIZATIONS', 'SCORERS', 'scored_weights', 'term_scale', 'dai_scores', 'ScoreConfig', 'activation_norms',
-           'gaprune_scores', 'scorer', 'importance', 'PruneConfig', 'prune']
+__all__ = ['SCORERS', 'scored_weights', 'term_scale', 'dai_scores', 'activation_norms', 'gaprune_scores', 'scorer', 'importance',
+           'PruneConfig', 'prune']
 
 # %% ../nbs/05_dai.ipynb #24b4908a
 def scored_weights(model:nn.Module|dict,     # A model, or already a dict {name: weight tensor}
@@ -39,8 +39,6 @@ def _check(weights:dict, **stats):
         if bad: raise MaskError(f"{what}[{bad[0]!r}] has shape {tuple(d[bad[0]].shape)}, the weight {tuple(weights[bad[0]].shape)}.")
 
 # %% ../nbs/05_dai.ipynb #7af5d226
-NORMALIZATIONS = ('median', 'mean', 'rms', None)
-
 def term_scale(term:dict,                 # {name: tensor}: one score term over all scored weights
                how:str|None='median',      # 'median' or 'mean' of |term|, 'rms', or None (no scaling: 1.0)
                key=None                    # Applied to each tensor first, e.g. `lambda x: x.abs().sqrt()`
@@ -94,33 +92,6 @@ def dai_scores(weights:dict,                 # {name: weight tensor} (see `score
         if modulate == 'all' and f is not None: d.mul_(f)
         if softplus: t1[n] = nn.functional.softplus(d)
     return t1
-
-# %% ../nbs/05_dai.ipynb #f8081006
-@dataclass
-class ScoreConfig:
-    "How GAPrune's DAI is computed from gradient statistics. `ScoreConfig.official()` reproduces the public code."
-    alpha: float = 0.2               # weight of the alignment factor (1 + alpha s_g)
-    beta: float = 1.0                # weight of the general Fisher
-    gamma: float = 0.5               # weight of the magnitude term sqrt|theta|
-    normalize: str|None = 'median'   # global scale of each additive term: 'median', 'mean', 'rms' or None
-    fisher_scale: str|None = 'mean'  # global scale dividing F_dom and F_gen before they are combined (None: raw)
-    modulate: str = 'all'            # (1 + alpha s_g) multiplies 'all' or only the 'fisher' term
-    clamp: tuple|None = None         # clamp of (1 + alpha s_g)
-    softplus: bool = False           # softplus of the final score
-    eps: float = 0.0                 # inside the square root
-    alignment: str = 'cosine'        # s_g method of `gradient_alignment`
-    fisher: str = 'per_sample'       # 'per_sample' (stats.fisher_*) or 'batch_squared' (stats.sq_* / n)
-    storage_dtype: str|None = None   # round statistics and weights through this dtype first ('float16' officially)
-
-    @classmethod
-    def official(cls, **kw) -> ScoreConfig:
-        "The settings of the official implementation (yixuantt/GAPrune, SparseModel.py defaults)."
-        return cls(**{**dict(normalize=None, fisher_scale=None, modulate='fisher', clamp=(0.8, 1.2), softplus=True, eps=1e-8,
-                             alignment='official', fisher='batch_squared', storage_dtype='float16'), **kw})
-
-    def dai_kwargs(self) -> dict:
-        "The arguments of `dai_scores`."
-        return {k: getattr(self, k) for k in ('alpha', 'beta', 'gamma', 'normalize', 'fisher_scale', 'modulate', 'clamp', 'softplus', 'eps')}
 
 # %% ../nbs/05_dai.ipynb #fa7eb511
 def _calib_batches(calib, batch_size:int):

@@ -8,7 +8,8 @@ import re
 from dataclasses import dataclass
 
 # %% auto #0
-__all__ = ['REGISTRY', 'METHODS', 'SCOPES', 'POOLINGS', 'DTYPES', 'Method', 'method', 'check_scope', 'check_device']
+__all__ = ['REGISTRY', 'METHODS', 'SCOPES', 'POOLINGS', 'DTYPES', 'NORMALIZATIONS', 'ALIGNMENTS', 'Method', 'method',
+           'check_scope', 'check_device', 'ScoreConfig']
 
 # %% ../nbs/04b_options.ipynb #7643a09f
 @dataclass(frozen=True)
@@ -57,8 +58,44 @@ def check_scope(scope:str,                # 'global', 'layer', 'matrix', 'row' o
 # %% ../nbs/04b_options.ipynb #36729d7f
 POOLINGS = ('mean', 'cls', 'last', 'weighted_mean')  # see `gaprune_nb.core.pool`
 DTYPES = ('float32', 'bfloat16', 'float16')
+NORMALIZATIONS = ('median', 'mean', 'rms', None)     # global scales of a score term, see `gaprune_nb.dai.term_scale`
+ALIGNMENTS = ('cosine', 'official', 'sign')          # s_g methods, see `gaprune_nb.alignment.gradient_alignment`
 
 def check_device(device:str|None) -> str|None:
     "`device` if it names a torch device ('cpu', 'cuda', 'cuda:1', 'mps'), else a `ValueError`."
     if device is None or re.fullmatch(r'cpu|mps|cuda(:\d+)?', device): return device
     raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'mps', not {device!r}")
+
+# %% ../nbs/04b_options.ipynb #4969e0de
+@dataclass
+class ScoreConfig:
+    "How GAPrune's DAI is computed from gradient statistics. `ScoreConfig.official()` reproduces the public code."
+    alpha: float = 0.2               # weight of the alignment factor (1 + alpha s_g)
+    beta: float = 1.0                # weight of the general Fisher
+    gamma: float = 0.5               # weight of the magnitude term sqrt|theta|
+    normalize: str|None = 'median'   # global scale of each additive term: 'median', 'mean', 'rms' or None
+    fisher_scale: str|None = 'mean'  # global scale dividing F_dom and F_gen before they are combined (None: raw)
+    modulate: str = 'all'            # (1 + alpha s_g) multiplies 'all' or only the 'fisher' term
+    clamp: tuple|None = None         # clamp of (1 + alpha s_g)
+    softplus: bool = False           # softplus of the final score
+    eps: float = 0.0                 # inside the square root
+    alignment: str = 'cosine'        # s_g method of `gradient_alignment`
+    fisher: str = 'per_sample'       # 'per_sample' (stats.fisher_*) or 'batch_squared' (stats.sq_* / n)
+    storage_dtype: str|None = None   # round statistics and weights through this dtype first ('float16' officially)
+
+    @classmethod
+    def official(cls, **kw) -> ScoreConfig:
+        "The settings of the official implementation (yixuantt/GAPrune, SparseModel.py defaults)."
+        return cls(**{**dict(normalize=None, fisher_scale=None, modulate='fisher', clamp=(0.8, 1.2), softplus=True, eps=1e-8,
+                             alignment='official', fisher='batch_squared', storage_dtype='float16'), **kw})
+
+    def __post_init__(self):
+        for k, ok in (('normalize', NORMALIZATIONS), ('fisher_scale', NORMALIZATIONS), ('modulate', ('all', 'fisher')),
+                      ('alignment', ALIGNMENTS), ('fisher', ('per_sample', 'batch_squared')),
+                      ('storage_dtype', (None,) + DTYPES)):
+            if getattr(self, k) not in ok: raise ValueError(f"ScoreConfig.{k} must be one of {ok}, not {getattr(self, k)!r}")
+        if self.clamp is not None and len(self.clamp) != 2: raise ValueError(f"clamp must be (low, high), not {self.clamp!r}")
+
+    def dai_kwargs(self) -> dict:
+        "The arguments of `dai_scores`."
+        return {k: getattr(self, k) for k in ('alpha', 'beta', 'gamma', 'normalize', 'fisher_scale', 'modulate', 'clamp', 'softplus', 'eps')}

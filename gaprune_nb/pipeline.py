@@ -6,23 +6,24 @@
 from __future__ import annotations
 import json, math, os, shutil, sys, time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import __version__
 from .core import Encoder, find_layers, mlp_linears, model_source, seed_everything, write_model_files
-from .data import DOMAINS, data_root, domain_triplets
+from .data import DOMAINS, data_root, domain_triplets, load_triplets
 from .sampling import kmeans_sample
 from .fisher import GradientStats, checkpoint_step, gradient_statistics
-from .dai import PruneConfig, importance, prune
+from .dai import importance
 from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
-from .options import DTYPES, POOLINGS, check_device, check_scope, method
+from .options import DTYPES, POOLINGS, ScoreConfig, check_device, check_scope, method
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, dataset_sha256, verify_dir
-from .store import OutputError, atomic_dir, check_output, sha256_json, write_json, write_text
+from .store import OutputError, atomic_dir, check_output, sha256_json, to_json, write_json, write_text
 
 # %% auto #0
-__all__ = ['CACHE_MARKER', 'RunConfig', 'calibration_sets', 'stage', 'load_kwargs', 'prune_run', 'report_markdown',
-           'write_report', 'save_run']
+__all__ = ['CACHE_MARKER', 'RunConfig', 'calibration_sets', 'calibrate', 'save_calibration', 'load_calibration', 'stage',
+           'load_kwargs', 'statistics', 'score', 'select', 'apply', 'prune_run', 'report_markdown', 'write_report',
+           'save_run']
 
 # %% ../nbs/11_pipeline.ipynb #27ff2e96
 @dataclass
@@ -42,9 +43,12 @@ class RunConfig:
     pooling: str|None = None    # None: the model folder's (sentence-transformers) pooling, else 'mean'
     dtype: str|None = None      # weights' dtype: 'float32' (None), 'bfloat16' or 'float16'
     device: str|None = None     # 'cpu' (None), 'cuda', 'cuda:N' or 'mps'
+    score: ScoreConfig = field(default_factory=ScoreConfig)  # DAI settings (method 'gaprune')
 
     def __post_init__(self):
         method(self.method); check_device(self.device)
+        if isinstance(self.score, dict):  # from JSON: lists back to tuples
+            self.score = ScoreConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.score.items()})
         if self.pooling not in (None,) + POOLINGS: raise ValueError(f"pooling must be one of {POOLINGS}, not {self.pooling!r}")
         if self.dtype not in (None,) + DTYPES: raise ValueError(f"dtype must be one of {DTYPES}, not {self.dtype!r}")
         if self.domain not in DOMAINS or self.domain == 'general':
@@ -80,6 +84,26 @@ def calibration_sets(encoder:Encoder, domain:str, n:int=256, seed:int=0, pool:in
         if pool and len(ds) > pool: ds = ds.shuffle(seed=seed).select(range(pool))
         out[d] = kmeans_sample(ds, n, encoder, seed=seed, show_progress=show_progress)
     return out
+def calibrate(encoder:Encoder,             # The model the triplets are chosen with (k-means over its embeddings)
+              cfg:RunConfig,               # domain, n_calib, pool, seed, data
+              show_progress:bool=False) -> dict:
+    "Stage 1: the calibration triplets of a run: {'general': Dataset, cfg.domain: Dataset}."
+    return calibration_sets(encoder, cfg.domain, cfg.n_calib, cfg.seed, cfg.pool, cfg.data, show_progress)
+
+def save_calibration(calib:dict, # As returned by `calibrate`
+                     path:str|Path # A folder: one `<side>.jsonl` per side is written
+                    ) -> Path:
+    "Save calibration triplets as JSONL files (deterministic bytes) that `load_calibration` and `load_triplets` read."
+    path = Path(path)
+    for side, ds in calib.items():
+        rows = zip(ds['query'], ds['positive'], ds['negative'])
+        write_text(path/f'{side}.jsonl', ''.join(to_json(dict(query=q, positive=p, negative=n), indent=None) + '\n'
+                                                 for q, p, n in rows))
+    return path
+
+def load_calibration(path:str|Path) -> dict:
+    "Calibration triplets saved by `save_calibration`: {side: Dataset}."
+    return {p.stem: load_triplets(p) for p in sorted(Path(path).glob('*.jsonl'))}
 
 # %% ../nbs/11_pipeline.ipynb #6caf6269
 @contextmanager
@@ -121,9 +145,14 @@ def _open_work_dir(work:Path):
     work.mkdir(parents=True, exist_ok=True)
     if not (work/CACHE_MARKER).exists(): write_json(work/CACHE_MARKER, dict(format='gaprune_nb checkpoints and statistics'))
 
-def _statistics(cfg:RunConfig, enc:Encoder, calib:dict, work:Path|None, keep:bool, checkpoint_every:int,
-                show_progress:bool) -> tuple[GradientStats, dict]:
-    "Gradient statistics, resumed from (and checkpointed to) `work`; `keep`: also store the finished ones there."
+def statistics(enc:Encoder,                 # The model (its scored MLP weights get gradients)
+               calib:dict,                   # From `calibrate`
+               cfg:RunConfig,                # domain, batch_size, max_length
+               work:Path|None=None,          # Checkpoint folder: an interrupted call resumes from it
+               keep:bool=False,              # Also keep the finished statistics in `work` for later runs
+               checkpoint_every:int=20,      # Steps between checkpoints
+               show_progress:bool=True) -> tuple[GradientStats, dict]:
+    "Stage 2: gradient statistics (and what was resumed), checkpointed to and resumed from `work`."
     gen, dom = calib['general'], calib[cfg.domain]
     kw = dict(batch_size=cfg.batch_size, domain_name=cfg.domain, show_progress=show_progress)
     key = sha256_json(dict(model=str(cfg.model), data=[dataset_sha256(gen), dataset_sha256(dom)], settings=kw,
@@ -152,6 +181,22 @@ def _statistics(cfg:RunConfig, enc:Encoder, calib:dict, work:Path|None, keep:boo
     if ckpt: shutil.rmtree(ckpt, ignore_errors=True)
     return stats, (dict(statistics=f'resumed from step {step} of {total}') if step else {})
 
+def score(enc:Encoder, cfg:RunConfig, # The model and the run's method (with `cfg.score` for GAPrune) and seed
+          stats:GradientStats|None=None, # From `statistics`, for the methods that need them
+          calib:dict|None=None            # From `calibrate`, for the methods that need activations
+         ) -> dict:
+    "Stage 3: the importance of every scored weight, {name: tensor} (higher = keep)."
+    return importance(cfg.method, enc, stats=stats, calib=(calib or {}).get(cfg.domain), seed=cfg.seed, config=cfg.score)
+
+def select(scores:dict, cfg:RunConfig) -> dict:
+    "Stage 4: the keep-mask of `cfg.sparsity` (or N:M) within `cfg.scope`."
+    return make_mask(scores, None if ':' in cfg.scope else cfg.sparsity, cfg.scope)
+
+def apply(enc:Encoder, mask:dict) -> Encoder:
+    "Stage 5: zero the pruned weights of `enc` in place (then evaluate it with `gaprune_nb.evaluation.evaluate`)."
+    apply_mask(enc, mask)
+    return enc
+
 def prune_run(cfg:RunConfig,                      # The run's settings
               out:str|Path|None=None,             # Output folder (written atomically); None: keep in memory
               stats:GradientStats|str|Path|None=None,  # Reuse statistics (object or saved folder, checked against model and data)
@@ -159,13 +204,14 @@ def prune_run(cfg:RunConfig,                      # The run's settings
               overwrite:bool=False,               # Replace a previous run in `out` (only a folder with a gaprune report)
               cache:str|Path|None=None,           # Statistics checkpoints and finished statistics (default `<out>.partial`)
               checkpoint_every:int=20,            # Statistics steps between checkpoints
+              encoder:Encoder|None=None,          # An already loaded model to prune in place (else `cfg.model` is loaded)
              ) -> tuple[Encoder, dict, dict]:
-    "Prune `cfg.model` for `cfg.domain`; returns (pruned encoder, mask, report) and writes them to `out`."
+    "The stages in a row: calibrate, statistics, score, select, apply, save. Returns (pruned encoder, mask, report)."
     from gaprune_nb.fixtures import minilm_path
     m, say = method(cfg.method), show_progress
     # every check before anything is loaded
     root = data_root(cfg.data) if m.calib else None
-    src = model_source(cfg.model or minilm_path())
+    src = model_source(cfg.model or minilm_path()) if encoder is None else None
     if isinstance(stats, (str, Path)):
         check_identity(verify_dir(stats), where=stats, domain_name=cfg.domain)  # damaged or other-domain: refused now
         if not m.stats: raise ValueError(f"--stats: method {cfg.method!r} uses no gradient statistics.")
@@ -177,25 +223,22 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     seed_everything(cfg.seed)
     timings, calib, resumed = {}, {}, {}
     with stage(timings, 'load model', say):
-        enc = Encoder.from_pretrained(src, **load_kwargs(cfg))
+        enc = Encoder.from_pretrained(src, **load_kwargs(cfg)) if encoder is None else encoder
         find_layers(enc)  # an unsupported architecture fails here, before any real work
     if m.calib:
         with stage(timings, 'calibration sample (k-means)', say):
-            calib = calibration_sets(enc, cfg.domain, cfg.n_calib, cfg.seed, cfg.pool, root, show_progress)
+            calib = calibrate(enc, cfg, show_progress)
     if m.stats and not isinstance(stats, GradientStats):
         with stage(timings, 'gradient statistics', say):
             if stats is not None: stats = GradientStats.load(stats, enc, calib['general'], calib[cfg.domain], cfg.domain)
-            else: stats, resumed = _statistics(cfg, enc, calib, work, cache is not None, checkpoint_every, show_progress)
-    with stage(timings, 'scores and mask', say):
-        mask = prune(enc, PruneConfig(method=cfg.method, sparsity=cfg.sparsity, scope=cfg.scope, seed=cfg.seed),
-                     stats=stats, calib=calib.get(cfg.domain), apply=False)
+            else: stats, resumed = statistics(enc, calib, cfg, work, cache is not None, checkpoint_every, show_progress)
+    with stage(timings, 'scores and mask', say): mask = select(score(enc, cfg, stats, calib), cfg)
     with stage(timings, 'comparison with magnitude pruning', say):
-        magnitude = make_mask(importance('magnitude', enc), None if ':' in cfg.scope else cfg.sparsity, cfg.scope)
-        diff = mask_difference(mask, magnitude)
-        apply_mask(enc, mask)
+        diff = mask_difference(mask, select(importance('magnitude', enc), cfg))
+        apply(enc, mask)
     report = _report(cfg, enc, mask, calib, timings, diff, resumed)
     if out is not None:
-        with stage(timings, 'save', say): save_run(out, enc, mask, report, stats)
+        with stage(timings, 'save', say): save_run(out, enc, mask, report, stats, calib)
         if work is not None and cache is None: shutil.rmtree(work, ignore_errors=True)
     return enc, mask, report
 
@@ -224,9 +267,11 @@ def write_report(out:str|Path, # The run folder
     write_text(out/'gaprune_report.md', report_markdown(saved))
     write_json(out/'gaprune_report.json', saved)  # last: it marks the folder as a finished run
 
-def save_run(out:str|Path, enc:Encoder, mask:dict, report:dict, stats:GradientStats|None=None) -> Path:
-    "Write model, mask, statistics and report to `out`, atomically (an old run there stays until the new one is in)."
+def save_run(out:str|Path, enc:Encoder, mask:dict, report:dict, stats:GradientStats|None=None,
+             calib:dict|None=None) -> Path:
+    "Write model, mask, statistics, calibration triplets and report to `out`, atomically (an old run stays until then)."
     with atomic_dir(out) as tmp:
+        if calib: save_calibration(calib, tmp/'calibration')
         write_model_files(enc, tmp)
         save_mask(mask, tmp/'mask.safetensors', metadata={'method': report['config']['method']})
         if stats is not None: stats.save(tmp/'stats')

@@ -1,6 +1,6 @@
 "The `gaprune` console script, run as users run it: a subprocess with arguments."
 import json, os, subprocess, sys
-import numpy as np, pytest
+import numpy as np, pytest, torch
 from sentence_transformers import SentenceTransformer
 from transformers import AutoModel
 
@@ -77,3 +77,19 @@ def test_decoder_folder_gets_last_token_pooling_and_dtype_from_the_cli(tmp_path)
     from safetensors import safe_open
     with safe_open(str(out / 'model.safetensors'), 'pt') as f: dtypes = {f.get_slice(k).get_dtype() for k in f.keys()}
     assert dtypes == {'BF16'} and Encoder.from_pretrained(out).pooling == 'last'  # saved in bfloat16, reloads with last
+
+
+def test_score_settings_are_flags_recorded_in_the_report_and_reproduce_the_mask(tmp_path):
+    "Every ScoreConfig field is a flag of `gaprune prune`; the run records it and RunConfig.from_run reproduces the mask."
+    from gaprune_nb.masks import load_mask
+    out = tmp_path / 'run'
+    r = gaprune('prune', '--method', 'gaprune', '--beta', '0', '--normalize', 'rms', '--clamp', '0.8,1.2', '--n-calib', '8',
+                '--pool', '200', '--out', out)
+    assert r.returncode == 0, r.stderr[-2000:]
+    score = json.loads((out / 'gaprune_report.json').read_text())['config']['score']
+    assert score['beta'] == 0 and score['normalize'] == 'rms' and score['clamp'] == [0.8, 1.2]
+    cfg = RunConfig.from_run(out)
+    assert cfg.score.beta == 0 and cfg.score.clamp == (0.8, 1.2)
+    _, mask, _ = prune_run(cfg, show_progress=False)
+    saved = load_mask(out / 'mask.safetensors')
+    assert mask.keys() == saved.keys() and all(torch.equal(mask[k], saved[k]) for k in mask)
