@@ -4,6 +4,7 @@
 
 # %% ../nbs/00b_arch.ipynb #be3b08fc
 from __future__ import annotations
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import torch
