@@ -22,8 +22,8 @@ from .store import OutputError, atomic_dir, check_output, sha256_json, to_json, 
 
 # %% auto #0
 __all__ = ['CACHE_MARKER', 'RunConfig', 'calibration_sets', 'calibrate', 'save_calibration', 'load_calibration', 'stage',
-           'load_kwargs', 'statistics', 'score', 'select', 'apply', 'prune_run', 'report_markdown', 'write_report',
-           'save_run']
+           'load_kwargs', 'token_limit', 'statistics', 'score', 'select', 'apply', 'prune_run', 'report_markdown',
+           'write_report', 'save_run']
 
 # %% ../nbs/11_pipeline.ipynb #27ff2e96
 @dataclass
@@ -145,6 +145,14 @@ def _open_work_dir(work:Path):
     work.mkdir(parents=True, exist_ok=True)
     if not (work/CACHE_MARKER).exists(): write_json(work/CACHE_MARKER, dict(format='gaprune_nb checkpoints and statistics'))
 
+@contextmanager
+def token_limit(enc:Encoder, n:int|None):
+    "Inside the block `enc` truncates at `n` tokens (if lower than its own limit): the statistics' token limit."
+    ml = enc.max_length
+    if n: enc.max_length = min(ml, n)
+    try: yield enc
+    finally: enc.max_length = ml
+
 def statistics(enc:Encoder,                 # The model (its scored MLP weights get gradients)
                calib:dict,                   # From `calibrate`
                cfg:RunConfig,                # domain, batch_size, max_length
@@ -154,28 +162,26 @@ def statistics(enc:Encoder,                 # The model (its scored MLP weights 
                show_progress:bool=True) -> tuple[GradientStats, dict]:
     "Stage 2: gradient statistics (and what was resumed), checkpointed to and resumed from `work`."
     gen, dom = calib['general'], calib[cfg.domain]
-    kw = dict(batch_size=cfg.batch_size, domain_name=cfg.domain, show_progress=show_progress)
+    kw = dict(batch_size=cfg.batch_size, domain_name=cfg.domain)
     key = sha256_json(dict(model=str(cfg.model), data=[dataset_sha256(gen), dataset_sha256(dom)], settings=kw,
-                           max_length=cfg.max_length))[:12]
+                           max_length=cfg.max_length))[:12]  # what the statistics depend on (weights: checked on load)
     where = work/f'statistics-{key}' if work else None
     if work: _open_work_dir(work)
-    if where and (where/'stats').exists():  # finished statistics kept in a cache folder
-        try: return GradientStats.load(where/'stats', enc, gen, dom, cfg.domain), dict(statistics=f'loaded from {where/"stats"}')
-        except (StatsMismatch, StatsCorrupt): shutil.rmtree(where/'stats')  # ours, and stale: recompute
     ckpt = where/'checkpoint' if where else None
     total = math.ceil(max(len(gen), len(dom)) / cfg.batch_size)
-    ml = enc.max_length
-    if cfg.max_length: enc.max_length = min(ml, cfg.max_length)
-    try:
+    with token_limit(enc, cfg.max_length):
+        if where and (where/'stats').exists():  # finished statistics kept in a cache folder
+            try: return GradientStats.load(where/'stats', enc, gen, dom, cfg.domain), dict(statistics=f'loaded from {where/"stats"}')
+            except (StatsMismatch, StatsCorrupt): shutil.rmtree(where/'stats')  # ours, and stale: recompute
         for attempt in (0, 1):
             step = checkpoint_step(ckpt) if ckpt else 0
             try:
-                stats = gradient_statistics(enc, gen, dom, checkpoint_dir=ckpt, checkpoint_every=checkpoint_every, **kw)
+                stats = gradient_statistics(enc, gen, dom, checkpoint_dir=ckpt, checkpoint_every=checkpoint_every,
+                                            show_progress=show_progress, **kw)
                 break
             except (StatsMismatch, StatsCorrupt):  # a checkpoint of other settings or weights in our own folder
                 if attempt or ckpt is None: raise
                 shutil.rmtree(ckpt)
-    finally: enc.max_length = ml
     if step and show_progress: print(f"   resumed from step {step} of {total} ({ckpt})", file=sys.stderr)
     if ckpt and keep: stats.save(where/'stats')
     if ckpt: shutil.rmtree(ckpt, ignore_errors=True)
@@ -230,7 +236,9 @@ def prune_run(cfg:RunConfig,                      # The run's settings
             calib = calibrate(enc, cfg, show_progress)
     if m.stats and not isinstance(stats, GradientStats):
         with stage(timings, 'gradient statistics', say):
-            if stats is not None: stats = GradientStats.load(stats, enc, calib['general'], calib[cfg.domain], cfg.domain)
+            if stats is not None:
+                with token_limit(enc, cfg.max_length):
+                    stats = GradientStats.load(stats, enc, calib['general'], calib[cfg.domain], cfg.domain)
             else: stats, resumed = statistics(enc, calib, cfg, work, cache is not None, checkpoint_every, show_progress)
     with stage(timings, 'scores and mask', say): mask = select(score(enc, cfg, stats, calib), cfg)
     with stage(timings, 'comparison with magnitude pruning', say):

@@ -268,3 +268,20 @@ def test_stages_are_announced_with_their_time(stats_run, tmp_path, bert, data):
     assert r.returncode == 0
     for s in ('load model', 'calibration sample (k-means)', 'gradient statistics', 'scores and mask', 'save'):
         assert f'== {s}' in r.stderr and f'   {s}: ' in r.stderr, s
+
+
+def test_cache_keeps_statistics_for_later_runs_and_refuses_user_folders(tmp_path, bert, data):
+    cache = tmp_path / 'cache'
+    r = gaprune(*prune_args(bert, data, tmp_path / 'a', '--cache', cache))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (cache / 'gaprune_cache.json').is_file() and len(list(cache.glob('statistics-*/stats/manifest.json'))) == 1
+    r = gaprune(*prune_args(bert, data, tmp_path / 'b', '--cache', cache, '--sparsity', '0.3', '--no-softplus'))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert 'loaded from' in json.loads((tmp_path / 'b' / 'gaprune_report.json').read_text())['resumed']['statistics']
+    r = gaprune(*prune_args(bert, data, tmp_path / 'd', '--stats', tmp_path / 'a' / 'stats'))  # a model whose limit > 256
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (tmp_path / 'd' / 'mask.safetensors').read_bytes() == (tmp_path / 'a' / 'mask.safetensors').read_bytes()
+    mine = tmp_path / 'mine'; mine.mkdir(); (mine / 'notes.txt').write_text('mine')
+    r = gaprune(*prune_args(bert, data, tmp_path / 'c', '--cache', mine))
+    assert 'did not write' in one_line_error(r) and tree(mine) == {'notes.txt': tree(mine)['notes.txt']}
+    assert not (tmp_path / 'c').exists()
