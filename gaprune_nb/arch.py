@@ -55,7 +55,7 @@ class LayerModules:
         return {self.names[r]: self.modules[r] for r in ('gate', 'up', 'down') if r in self.modules}
 
 # %% ../nbs/00b_arch.ipynb #7abe5cfe
-def unwrap(model:nn.Module):
+def unwrap(model:nn.Module): # A transformers model, or a wrapper of one (`...ForCausalLM`, `Encoder`, peft)
     "Find the base transformer inside wrappers; returns (base, prefix of its qualified names)."
     prefix, m = '', model
     for _ in range(6):
@@ -84,7 +84,8 @@ def _path_of(root, sub):
     return next((n for n, x in root.named_modules() if x is sub and n), None)
 
 # %% ../nbs/00b_arch.ipynb #cf91c28e
-def find_layers(model:nn.Module) -> list[LayerModules]:
+def find_layers(model:nn.Module # A supported model or a wrapper of one
+               ) -> list[LayerModules]:
     "Per layer: the attention module and the MLP's up / gate / down projections, with qualified names."
     base, prefix, spec = unwrap(model)
     lp = prefix + spec.layers
@@ -98,16 +99,19 @@ def find_layers(model:nn.Module) -> list[LayerModules]:
         out.append(LayerModules(i, names, mods))
     return out
 
-def mlp_linears(model:nn.Module) -> dict:
+def mlp_linears(model:nn.Module # A supported model or a wrapper of one
+               ) -> dict:
     "Every MLP weight matrix of the model, in layer order: qualified name -> `nn.Linear` (the default scored set)."
     return {k: v for l in find_layers(model) for k, v in l.linears().items()}
 
-def arch_spec(model:nn.Module) -> ArchSpec:
+def arch_spec(model:nn.Module # A supported model or a wrapper of one
+             ) -> ArchSpec:
     "The `ArchSpec` of a model (or of the base model inside a wrapper)."
     return unwrap(model)[2]
 
 # %% ../nbs/00b_arch.ipynb #f6ba5822
-def check_embedder(config) -> None:
+def check_embedder(config # A transformers config (or None)
+                  ) -> None:
     "Refuse architectures that cannot embed text with a single stack (encoder-decoder models such as T5)."
     if getattr(config, 'is_encoder_decoder', False):
         raise UnsupportedArchitecture(
@@ -137,7 +141,7 @@ SUBLAYERS = {
     'gemma3_text': _GEMMA3, 'gemma3': _GEMMA3,
 }
 
-def sublayer_parts(model:nn.Module):
+def sublayer_parts(model:nn.Module): # A supported model or a wrapper of one
     "The base model, its `ArchSpec`, its `SublayerSpec` and its ModuleList of layers."
     base, _, spec = unwrap(model)
     mt = base.config.model_type
@@ -260,7 +264,8 @@ def drop_sublayers(model:nn.Module,           # An AutoModel, a wrapper of one (
     if blocks: _remove_blocks(base, spec, [i for i in range(n) if i not in blocks])
     return model
 
-def restore_dropped(model:nn.Module) -> nn.Module:
+def restore_dropped(model:nn.Module # Loaded with `from_pretrained` from a folder saved after `drop_sublayers`
+                   ) -> nn.Module:
     "Re-apply the sub-layer drops recorded in the config (`gaprune_dropped`) after `from_pretrained`; idempotent."
     cfg = getattr(model, 'config', None)
     if cfg is not None and not getattr(cfg, 'gaprune_dropped', None): return model  # nothing to do, any architecture
@@ -272,7 +277,8 @@ def restore_dropped(model:nn.Module) -> nn.Module:
     return model
 
 # %% ../nbs/00b_arch.ipynb #3b717712
-def dropped_sublayers(model:nn.Module) -> dict:
+def dropped_sublayers(model:nn.Module # Any supported model
+                     ) -> dict:
     "The sub-layers `drop_sublayers` removed from `model`, as recorded in its config: {'attn': [...], 'mlp': [...]}."
     d = getattr(unwrap(model)[0].config, 'gaprune_dropped', None) or {}
     return {k: list(d.get(k, [])) for k in ('attn', 'mlp')}

@@ -60,7 +60,8 @@ def evaluate_model(model,                 # A model folder, hub id or `Encoder`
                    suite:str='finance',   # 'finance', 'chemistry' or 'general'
                    limit=None,            # 'tiny', N queries per task, or None (full suites)
                    data:str|None=None,    # Data folder (default: $GAPRUNE_DATA)
-                   show_progress:bool=True, out=None, # Also write the report as JSON here
+                   show_progress:bool=True, # Progress bars
+                   out=None,              # Also write the report as JSON here
                    **load                 # `Encoder.from_pretrained` settings: pooling, dtype, device
                   ):
     "Evaluate a model (folder, hub id or `Encoder`) on a suite; prints and returns the `Report`."
@@ -78,8 +79,10 @@ def run(cfg,                        # A `RunConfig`
         out:str|Path,               # The run folder
         limit=None,                 # Evaluation subsample: 'tiny', N queries per task, or None (full suites)
         general:bool=False,         # Also evaluate on the general suite
-        show_progress:bool=True,
-        overwrite:bool=False, cache=None, checkpoint_every:int=20 # See `prune_run`
+        show_progress:bool=True,    # Stage headings, times and progress bars (stderr)
+        overwrite:bool=False,       # Replace a previous run in `out` (see `prune_run`)
+        cache=None,                 # Statistics checkpoints and finished statistics (see `prune_run`)
+        checkpoint_every:int=20     # Statistics steps between checkpoints
        ) -> dict:
     "The main job: prune, evaluate dense and pruned, report Δ% and timings (the scores also go into the run folder)."
     from gaprune_nb.core import Encoder
@@ -216,7 +219,7 @@ def _config(a):
 def _one_line(e:BaseException) -> str:
     return ' '.join(str(e).split()) or type(e).__name__
 
-def main(argv:list[str]|None=None):
+def main(argv:list[str]|None=None): # Arguments (default: the command line's)
     "Entry point of the `gaprune` console script: every error prints one clear line (`--debug` for the traceback)."
     args = build_parser().parse_args(argv)
     run_kw = lambda: dict(overwrite=args.overwrite, cache=args.cache, checkpoint_every=args.checkpoint_every)

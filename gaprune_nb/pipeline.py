@@ -75,8 +75,13 @@ class RunConfig:
             raise ValueError(f"{f} holds no usable run settings ({type(e).__name__}: {e}).") from None
 
 # %% ../nbs/11_pipeline.ipynb #fd0bd672
-def calibration_sets(encoder:Encoder, domain:str, n:int=256, seed:int=0, pool:int|None=4000,
-                     root:str|Path|None=None, show_progress:bool=False) -> dict:
+def calibration_sets(encoder:Encoder,          # The model whose query embeddings k-means clusters
+                     domain:str,                # The target domain (the general side is always included)
+                     n:int=256,                 # Triplets chosen per side
+                     seed:int=0,                # For the pool subset and k-means
+                     pool:int|None=4000,        # Triplets per side embedded for k-means (a seeded subset); None: all
+                     root:str|Path|None=None,   # Data folder (default: $GAPRUNE_DATA)
+                     show_progress:bool=False) -> dict:
     "k-means-selected calibration triplets: {'general': Dataset, domain: Dataset}."
     out = {}
     for d in ('general', domain):
@@ -86,7 +91,8 @@ def calibration_sets(encoder:Encoder, domain:str, n:int=256, seed:int=0, pool:in
     return out
 def calibrate(encoder:Encoder,             # The model the triplets are chosen with (k-means over its embeddings)
               cfg:RunConfig,               # domain, n_calib, pool, seed, data
-              show_progress:bool=False) -> dict:
+              show_progress:bool=False     # Progress bars while embedding
+             ) -> dict:
     "Stage 1: the calibration triplets of a run: {'general': Dataset, cfg.domain: Dataset}."
     return calibration_sets(encoder, cfg.domain, cfg.n_calib, cfg.seed, cfg.pool, cfg.data, show_progress)
 
@@ -101,13 +107,16 @@ def save_calibration(calib:dict, # As returned by `calibrate`
                                                  for q, p, n in rows))
     return path
 
-def load_calibration(path:str|Path) -> dict:
+def load_calibration(path:str|Path # A folder written by `save_calibration` (a run's `calibration/`)
+                    ) -> dict:
     "Calibration triplets saved by `save_calibration`: {side: Dataset}."
     return {p.stem: load_triplets(p) for p in sorted(Path(path).glob('*.jsonl'))}
 
 # %% ../nbs/11_pipeline.ipynb #6caf6269
 @contextmanager
-def stage(timings:dict, stage:str, verbose:bool=True):
+def stage(timings:dict,       # Where the stage's wall time is recorded, under its name
+          stage:str,          # The stage's name, printed as a heading
+          verbose:bool=True): # Print the heading and the time (to stderr)
     "Print a heading, run the stage, record and print its wall time."
     if verbose: print(f"== {stage}", file=sys.stderr, flush=True)
     t = time.perf_counter()
@@ -128,7 +137,8 @@ def _report(cfg:RunConfig, enc:Encoder, mask:dict, calib:dict, timings:dict, mag
                 seconds=timings)
 
 # %% ../nbs/11_pipeline.ipynb #89b2be0b
-def load_kwargs(cfg:RunConfig) -> dict:
+def load_kwargs(cfg:RunConfig # A run's settings
+               ) -> dict:
     "The `Encoder.from_pretrained` arguments a run's settings fix (pooling, dtype, device)."
     return dict(pooling=cfg.pooling, dtype=cfg.dtype, device=cfg.device)
 
@@ -146,7 +156,8 @@ def _open_work_dir(work:Path):
     if not (work/CACHE_MARKER).exists(): write_json(work/CACHE_MARKER, dict(format='gaprune_nb checkpoints and statistics'))
 
 @contextmanager
-def token_limit(enc:Encoder, n:int|None):
+def token_limit(enc:Encoder,  # The model
+                n:int|None):   # Token limit inside the block; None: the model's own
     "Inside the block `enc` truncates at `n` tokens (if lower than its own limit): the statistics' token limit."
     ml = enc.max_length
     if n: enc.max_length = min(ml, n)
@@ -159,7 +170,8 @@ def statistics(enc:Encoder,                 # The model (its scored MLP weights 
                work:Path|None=None,          # Checkpoint folder: an interrupted call resumes from it
                keep:bool=False,              # Also keep the finished statistics in `work` for later runs
                checkpoint_every:int=20,      # Steps between checkpoints
-               show_progress:bool=True) -> tuple[GradientStats, dict]:
+               show_progress:bool=True       # Progress bar over the steps
+              ) -> tuple[GradientStats, dict]:
     "Stage 2: gradient statistics (and what was resumed), checkpointed to and resumed from `work`."
     gen, dom = calib['general'], calib[cfg.domain]
     kw = dict(batch_size=cfg.batch_size, domain_name=cfg.domain)
@@ -187,18 +199,23 @@ def statistics(enc:Encoder,                 # The model (its scored MLP weights 
     if ckpt: shutil.rmtree(ckpt, ignore_errors=True)
     return stats, (dict(statistics=f'resumed from step {step} of {total}') if step else {})
 
-def score(enc:Encoder, cfg:RunConfig, # The model and the run's method (with `cfg.score` for GAPrune) and seed
+def score(enc:Encoder,                  # The model whose weights are scored
+          cfg:RunConfig,                 # The run's method (with `cfg.score` for GAPrune) and seed
           stats:GradientStats|None=None, # From `statistics`, for the methods that need them
           calib:dict|None=None            # From `calibrate`, for the methods that need activations
          ) -> dict:
     "Stage 3: the importance of every scored weight, {name: tensor} (higher = keep)."
     return importance(cfg.method, enc, stats=stats, calib=(calib or {}).get(cfg.domain), seed=cfg.seed, config=cfg.score)
 
-def select(scores:dict, cfg:RunConfig) -> dict:
+def select(scores:dict,    # From `score`: {name: tensor}, higher = keep
+           cfg:RunConfig    # The run's sparsity and scope
+          ) -> dict:
     "Stage 4: the keep-mask of `cfg.sparsity` (or N:M) within `cfg.scope`."
     return make_mask(scores, None if ':' in cfg.scope else cfg.sparsity, cfg.scope)
 
-def apply(enc:Encoder, mask:dict) -> Encoder:
+def apply(enc:Encoder,  # The model, changed in place
+          mask:dict     # From `select`: {name: bool tensor}, True = keep
+         ) -> Encoder:
     "Stage 5: zero the pruned weights of `enc` in place (then evaluate it with `gaprune_nb.evaluation.evaluate`)."
     apply_mask(enc, mask)
     return enc
@@ -251,7 +268,8 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     return enc, mask, report
 
 # %% ../nbs/11_pipeline.ipynb #887e7321
-def report_markdown(report:dict) -> str:
+def report_markdown(report:dict # As returned by `prune_run`
+                   ) -> str:
     "A short human-readable summary of a run's report."
     c = report['config']
     lines = [f"# gaprune run: {c['method']} at {c['sparsity']:.0%} ({c['scope']}) for {c['domain']}", '',
@@ -275,8 +293,13 @@ def write_report(out:str|Path, # The run folder
     write_text(out/'gaprune_report.md', report_markdown(saved))
     write_json(out/'gaprune_report.json', saved)  # last: it marks the folder as a finished run
 
-def save_run(out:str|Path, enc:Encoder, mask:dict, report:dict, stats:GradientStats|None=None,
-             calib:dict|None=None) -> Path:
+def save_run(out:str|Path,                 # The run folder (replaced atomically)
+             enc:Encoder,                  # The pruned model
+             mask:dict,                    # Its keep-mask
+             report:dict,                  # From `prune_run`
+             stats:GradientStats|None=None, # Saved under `stats/` if given
+             calib:dict|None=None          # Saved under `calibration/` if given
+            ) -> Path:
     "Write model, mask, statistics, calibration triplets and report to `out`, atomically (an old run stays until then)."
     with atomic_dir(out) as tmp:
         if calib: save_calibration(calib, tmp/'calibration')

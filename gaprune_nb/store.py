@@ -24,7 +24,8 @@ def sha256_file(path:str|Path, # A file
     return h.hexdigest()
 
 def to_json(obj, # Any JSON-able value (numpy / torch scalars and paths are converted)
-            indent:int|None=1) -> str:
+            indent:int|None=1 # Indentation (None: one line, no trailing newline)
+           ) -> str:
     "JSON text with fixed formatting: the same value always gives the same text."
     def conv(o):
         if isinstance(o, Path): return str(o)
@@ -32,7 +33,8 @@ def to_json(obj, # Any JSON-able value (numpy / torch scalars and paths are conv
         raise TypeError(f"{type(o).__name__} is not JSON serialisable")
     return json.dumps(obj, indent=indent, ensure_ascii=False, default=conv) + ('\n' if indent is not None else '')
 
-def sha256_json(obj) -> str:
+def sha256_json(obj # Any JSON-able value
+               ) -> str:
     "The sha256 of a value's canonical (key-sorted, compact) JSON."
     return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(',', ':'), default=str).encode()).hexdigest()
 
@@ -46,7 +48,8 @@ def tensors_sha256(named:dict # {name: tensor}, hashed in the given order
         h.update(v.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
     return h.hexdigest()
 
-def state_dict_sha256(model) -> str:
+def state_dict_sha256(model # Any `nn.Module`
+                     ) -> str:
     "`tensors_sha256` of a module's state dict in name order: identical weights, identical hash."
     return tensors_sha256(dict(sorted(model.state_dict().items())))
 
@@ -59,7 +62,8 @@ def _fsync_dir(path:Path):
     finally: os.close(fd)
 
 def write_bytes(path:str|Path, # Target file (its folder is created)
-                data:bytes) -> Path:
+                data:bytes       # The file's new content
+               ) -> Path:
     "Write `data` to `path` atomically: temporary file, fsync, rename."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f'.{path.name}.tmp-{uuid.uuid4().hex[:8]}')
@@ -72,16 +76,21 @@ def write_bytes(path:str|Path, # Target file (its folder is created)
     _fsync_dir(path.parent)
     return path
 
-def write_text(path:str|Path, text:str) -> Path:
+def write_text(path:str|Path, # Target file
+               text:str       # Its new content
+              ) -> Path:
     "Write `text` (UTF-8) atomically."
     return write_bytes(path, text.encode())
 
-def write_json(path:str|Path, obj) -> Path:
+def write_json(path:str|Path, # Target file
+               obj            # Any JSON-able value
+              ) -> Path:
     "Write `obj` as deterministic JSON (see `to_json`), atomically."
     return write_text(path, to_json(obj))
 
 # %% ../nbs/00_store.ipynb #ee48f5a1
-def canonical_safetensors(data:bytes) -> bytes:
+def canonical_safetensors(data:bytes # The bytes of a safetensors file
+                         ) -> bytes:
     "The same safetensors file with its JSON header's keys sorted (and padded to 8 bytes): same tensors, same bytes."
     n = int.from_bytes(data[:8], 'little')
     head = json.loads(data[8:8+n])
@@ -93,7 +102,8 @@ def canonical_safetensors(data:bytes) -> bytes:
     return len(h).to_bytes(8, 'little') + h + data[8+n:]
 
 def save_tensors(tensors:dict, # {name: tensor}
-                 path:str|Path, metadata:dict|None=None # String metadata stored in the header
+                 path:str|Path,             # Target file (written atomically)
+                 metadata:dict|None=None    # String metadata stored in the header
                 ) -> Path:
     "Save tensors as a safetensors file with deterministic bytes, atomically."
     from safetensors.torch import save
@@ -101,7 +111,8 @@ def save_tensors(tensors:dict, # {name: tensor}
     meta = {str(k): str(v) for k, v in (metadata or {}).items()} or None
     return write_bytes(path, canonical_safetensors(save(t, metadata=meta)))
 
-def canonicalize_file(path:str|Path) -> Path:
+def canonicalize_file(path:str|Path # A safetensors file, rewritten in place if its header is not canonical
+                     ) -> Path:
     "Rewrite a safetensors file written by another library (e.g. transformers) with a canonical header."
     path = Path(path)
     data = path.read_bytes()
@@ -118,7 +129,7 @@ def _exchange(a:Path, b:Path) -> bool:
     except (AttributeError, OSError): return False
     return f(_AT_FDCWD, os.fsencode(str(a)), _AT_FDCWD, os.fsencode(str(b)), _RENAME_EXCHANGE) == 0
 
-def fsync_tree(path:str|Path):
+def fsync_tree(path:str|Path): # A folder
     "Flush every file and folder under `path` to disk."
     for root, dirs, files in os.walk(path):
         for f in files:
@@ -127,7 +138,8 @@ def fsync_tree(path:str|Path):
             finally: os.close(fd)
         _fsync_dir(Path(root))
 
-def recover_dir(path:str|Path) -> bool:
+def recover_dir(path:str|Path # A folder that may be missing after a crash mid-swap
+               ) -> bool:
     "Put back the old folder left by a process that died between the two renames of a non-atomic swap."
     path = Path(path)
     if path.exists(): return False
