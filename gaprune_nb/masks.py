@@ -105,7 +105,8 @@ def _topk_mask(scores:dict, k:int) -> dict:
     return {nm: m.view(scores[nm].shape) for nm, m in out.items()}
 
 # %% ../nbs/04c_masks.ipynb #12064753
-def layer_of(name:str) -> str:
+def layer_of(name:str # A qualified module name such as 'encoder.layer.3.output.dense'
+            ) -> str:
     "The transformer layer a qualified module name belongs to: the name up to its first numeric component."
     m = re.match(r'^(.*?(?:^|\.)\d+)(?:\.|$)', name)
     if m is None: raise MaskError(f"Cannot find a layer index in {name!r}: expected a numeric component such as "
@@ -167,7 +168,9 @@ def _linear(model:nn.Module, name:str):
         if isinstance(mod, nn.Linear): return mod
     return None
 
-def resolve_mask(model:nn.Module, mask:dict) -> list:
+def resolve_mask(model:nn.Module, # The model (or `Encoder`) the mask's names are qualified on
+                 mask:dict         # {name: bool tensor}, True = keep
+                ) -> list:
     "(nn.Linear, mask on its device) for every key, or one `MaskError` listing every problem."
     if not isinstance(mask, dict) or not mask: raise MaskError("Expected a non-empty mask dict {qualified Linear name: bool tensor}.")
     pairs, bad = [], []
@@ -187,19 +190,26 @@ def resolve_mask(model:nn.Module, mask:dict) -> list:
     return pairs
 
 @torch.no_grad()
-def apply_mask(model:nn.Module, mask:dict) -> nn.Module:
+def apply_mask(model:nn.Module, # The model (or `Encoder`), changed in place
+               mask:dict         # {name: bool tensor}, True = keep
+              ) -> nn.Module:
     "Zero the pruned weights (mask False) in place; validates the whole mask first. Returns `model`."
     for lin, m in resolve_mask(model, mask): lin.weight.masked_fill_(~m, 0)
     return model
 
-def mask_difference(a:dict, b:dict) -> float:
+def mask_difference(a:dict, # A mask
+                    b:dict  # Another mask over the same matrices
+                   ) -> float:
     "Share of weights whose keep/prune decision differs between masks `a` and `b`."
     if a.keys() != b.keys(): raise MaskError(f"The masks cover different matrices: {sorted(a.keys() ^ b.keys())[:5]}")
     diff = sum(int((a[k] != b[k].to(a[k].device)).sum()) for k in a)
     return diff / sum(v.numel() for v in a.values())
 
 # %% ../nbs/04c_masks.ipynb #a08e3bfe
-def save_mask(mask:dict, path:str|Path, metadata:dict|None=None) -> Path:
+def save_mask(mask:dict,                # {name: bool tensor}, True = keep
+              path:str|Path,            # The safetensors file (written atomically)
+              metadata:dict|None=None   # Extra string metadata (e.g. the method)
+             ) -> Path:
     "Save a mask as a safetensors file of bool tensors (atomic, and the same mask gives the same bytes)."
     path = Path(path)
     bad = [k for k, v in mask.items() if not isinstance(v, Tensor) or v.dtype != torch.bool]
@@ -208,14 +218,17 @@ def save_mask(mask:dict, path:str|Path, metadata:dict|None=None) -> Path:
     meta = {'format': 'gaprune_mask', 'sparsity': f'{1 - kept/n:.8f}', **{str(k): str(v) for k, v in (metadata or {}).items()}}
     return save_tensors(mask, path, meta)
 
-def load_mask(path:str|Path, device:str='cpu') -> dict:
+def load_mask(path:str|Path,     # A file written by `save_mask`
+              device:str='cpu'   # Where the tensors go
+             ) -> dict:
     "Load a mask saved by `save_mask` (any safetensors file of bool tensors)."
     mask = load_file(str(path), device=device)
     bad = [k for k, v in mask.items() if v.dtype != torch.bool]
     if bad: raise MaskError(f"{path} is not a mask: {bad[:5]} are not bool tensors (a score file?).")
     return mask
 
-def mask_metadata(path:str|Path) -> dict:
+def mask_metadata(path:str|Path # A file written by `save_mask`
+                 ) -> dict:
     "The metadata stored with a saved mask (format, sparsity and whatever `save_mask` was given)."
     with safe_open(str(path), 'pt') as f: return f.metadata() or {}
 

@@ -23,7 +23,9 @@ class StatsMismatch(ValueError):
 
 TRIPLET_COLUMNS = ('query', 'positive', 'negative')
 
-def dataset_sha256(ds, columns:tuple=TRIPLET_COLUMNS) -> str:
+def dataset_sha256(ds,                          # A `Dataset` (or dict of columns)
+                   columns:tuple=TRIPLET_COLUMNS # The columns hashed, row by row
+                  ) -> str:
     "sha256 of the `columns` of `ds`, row by row in order: same texts in the same order, same hash."
     have = getattr(ds, 'column_names', None) or list(ds.keys())
     if missing := [c for c in columns if c not in have]:
@@ -32,14 +34,16 @@ def dataset_sha256(ds, columns:tuple=TRIPLET_COLUMNS) -> str:
     for row in zip(*(ds[c] for c in columns)): h.update((json.dumps(row, ensure_ascii=False) + '\n').encode())
     return h.hexdigest()
 
-def dataset_identity(ds) -> dict:
+def dataset_identity(ds # A `Dataset` of triplets
+                    ) -> dict:
     "What identifies a triplet set in a manifest: its content hash and its number of rows."
     return dict(sha256=dataset_sha256(ds), rows=len(ds))
 
 # %% ../nbs/02b_stats_io.ipynb #7277066a
 _VOLATILE = ('_name_or_path', 'transformers_version', '_commit_hash')
 
-def config_sha256(model:nn.Module) -> str|None:
+def config_sha256(model:nn.Module # A transformers model or an `Encoder`
+                 ) -> str|None:
     "sha256 of the model's config without where-it-came-from fields (`None` if the model has no config)."
     base = getattr(model, 'model', model)
     cfg = getattr(base, 'config', None)
@@ -66,7 +70,10 @@ _INFORMATIONAL = ('name_or_path', 'created', 'gaprune_nb_version', 'files')
 
 def _short(v): return v[:12] + '…' if isinstance(v, str) and len(v) > 16 else repr(v)
 
-def identity_diff(saved:dict, given:dict, prefix:str='') -> list[str]:
+def identity_diff(saved:dict,     # An identity recorded in a manifest
+                  given:dict,     # The same identity recomputed now
+                  prefix:str=''   # Prepended to each key in the messages
+                 ) -> list[str]:
     "Human-readable differences between a saved identity and a recomputed one (informational keys ignored)."
     out = []
     for k in sorted(set(saved) | set(given)):
@@ -102,14 +109,16 @@ class StatsCorrupt(ValueError):
 def write_atomic(path:str|Path,    # The folder to write (replaced atomically if it exists)
                  tensors:dict,     # {name: tensor}
                  meta:dict,        # JSON-able manifest; the tensors file's sha256 is added under 'files'
-                 tensors_file:str=TENSORS_FILE) -> Path:
+                 tensors_file:str=TENSORS_FILE # Name of the tensors file in the folder
+                ) -> Path:
     "Write `tensors` (safetensors) and `meta` (`manifest.json`, with the tensors' checksum) to the folder `path`, atomically."
     with atomic_dir(path) as tmp:
         save_tensors(tensors, tmp/tensors_file)
         write_json(tmp/'manifest.json', {**meta, 'files': {tensors_file: sha256_file(tmp/tensors_file)}})
     return Path(path)
 
-def read_manifest(path:str|Path) -> dict:
+def read_manifest(path:str|Path # A folder written by `write_atomic`
+                 ) -> dict:
     "The manifest of a folder written by `write_atomic`; `StatsCorrupt` (one line) if it is not valid JSON."
     path = Path(path); recover_dir(path)
     man = path/'manifest.json'
@@ -120,7 +129,9 @@ def read_manifest(path:str|Path) -> dict:
     if not isinstance(meta, dict): raise StatsCorrupt(f"{man} is damaged (not a JSON object); delete {path} and recompute.")
     return meta
 
-def verify_dir(path:str|Path, tensors_file:str=TENSORS_FILE) -> dict:
+def verify_dir(path:str|Path,              # A folder written by `write_atomic`
+               tensors_file:str=TENSORS_FILE # The tensors file in it
+              ) -> dict:
     "The manifest of a folder written by `write_atomic`, after checking its tensors file against the recorded sha256."
     path = Path(path); meta = read_manifest(path)
     f = path/tensors_file
@@ -134,7 +145,9 @@ def verify_dir(path:str|Path, tensors_file:str=TENSORS_FILE) -> dict:
                            f"delete {path} and recompute.")
     return meta
 
-def read_dir(path:str|Path, tensors_file:str=TENSORS_FILE) -> tuple[dict, dict]:
+def read_dir(path:str|Path,              # A folder written by `write_atomic`
+             tensors_file:str=TENSORS_FILE # The tensors file in it
+            ) -> tuple[dict, dict]:
     "The tensors and manifest (as given to `write_atomic`) of a folder it wrote, after checking the tensors' sha256."
     meta, f = verify_dir(path, tensors_file), Path(path)/tensors_file
     meta = {k: v for k, v in meta.items() if k != 'files'}
