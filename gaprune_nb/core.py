@@ -23,7 +23,7 @@ __all__ = ['seed_everything', 'pool', 'make_instruction', 'ModelLoadError', 'mod
            'write_model_files', 'param_breakdown', 'info_nce']
 
 # %% ../nbs/00_core.ipynb #0b2752f3
-def seed_everything(seed:int=0):
+def seed_everything(seed:int=0): # The seed for Python, NumPy and torch
     "Seed Python, NumPy and torch so that sampling, initialisation and training are repeatable."
     random.seed(seed); np.random.seed(seed); torch.manual_seed(seed)
 
@@ -47,7 +47,9 @@ def pool(hidden:Tensor,  # (batch, seq, dim) token states
     return hidden[rows, last]
 
 # %% ../nbs/00_core.ipynb #9e12d8e4
-def make_instruction(task:str, template:str="Instruct: {task}\nQuery: ") -> str:
+def make_instruction(task:str,                                 # The task description
+                     template:str="Instruct: {task}\nQuery: "  # Where it goes in the prefix
+                    ) -> str:
     "A query prefix from a task description, in the E5-Mistral / Qwen3-Embedding style by default."
     return template.format(task=task)
 
@@ -73,7 +75,7 @@ def model_source(name_or_path:str|Path # A local model folder or a Hugging Face 
 
 # %% ../nbs/00_core.ipynb #0438bd93
 @contextmanager
-def evaluating(model:nn.Module):
+def evaluating(model:nn.Module): # Any module (an `Encoder` included)
     "Eval mode inside the block; afterwards every sub-module's own train/eval flag is back as it was."
     modes = [(m, m.training) for m in model.modules()]
     model.eval()
@@ -272,7 +274,9 @@ def _write_st_files(enc:Encoder, path:Path):
         dict(prompts=prompts, default_prompt_name=enc.default_prompt_name, similarity_fn_name='cosine'), indent=2))
     (path/'gaprune_encoder.json').write_text(json.dumps(enc.settings, indent=2))
 
-def write_model_files(enc:Encoder, path:Path, **kwargs):
+def write_model_files(enc:Encoder, # The model to save
+                      path:Path,   # An existing (usually empty, temporary) folder
+                      **kwargs):   # Passed to transformers' `save_pretrained`
     "Model, tokenizer and sentence-transformers files into the existing folder `path`, with deterministic bytes."
     enc.model.save_pretrained(path, **kwargs); enc.tokenizer.save_pretrained(path)
     _write_st_files(enc, path)
@@ -298,7 +302,8 @@ def save_pretrained(self:Encoder, path:str|Path, # The folder: new, or an existi
     return path
 
 # %% ../nbs/00_core.ipynb #04fd4f79
-def param_breakdown(model:nn.Module) -> 'pd.DataFrame':
+def param_breakdown(model:nn.Module # A supported model or a wrapper of one
+                   ) -> 'pd.DataFrame':
     "Per layer: parameters in attention, in the MLP, and the MLP's share of the two."
     import pandas as pd
     rows = []

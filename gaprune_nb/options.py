@@ -31,7 +31,8 @@ REGISTRY = {m.name: m for m in [
 ]}
 METHODS = tuple(REGISTRY)
 
-def method(name:str) -> Method:
+def method(name:str # A method name, e.g. 'gaprune'
+          ) -> Method:
     "The `Method` called `name`, or a `ValueError` listing the choices."
     if name not in REGISTRY: raise ValueError(f"Unknown method {name!r}; choose one of {', '.join(METHODS)}.")
     return REGISTRY[name]
@@ -61,7 +62,8 @@ DTYPES = ('float32', 'bfloat16', 'float16')
 NORMALIZATIONS = ('median', 'mean', 'rms', None)     # global scales of a score term, see `gaprune_nb.dai.term_scale`
 ALIGNMENTS = ('cosine', 'official', 'sign')          # s_g methods, see `gaprune_nb.alignment.gradient_alignment`
 
-def check_device(device:str|None) -> str|None:
+def check_device(device:str|None # A torch device name, or None (cpu)
+                ) -> str|None:
     "`device` if it names a torch device ('cpu', 'cuda', 'cuda:1', 'mps'), else a `ValueError`."
     if device is None or re.fullmatch(r'cpu|mps|cuda(:\d+)?', device): return device
     raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'mps', not {device!r}")
