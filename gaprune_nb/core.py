@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #59e39507
 from __future__ import annotations
-import inspect, json, os, random, re, shutil
+import inspect, json, random, re, shutil
 from contextlib import contextmanager
 from pathlib import Path
 

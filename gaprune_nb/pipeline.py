@@ -18,7 +18,7 @@ from .dai import importance
 from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
 from .options import DTYPES, POOLINGS, ScoreConfig, check_device, check_scope, method
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, dataset_sha256, verify_dir
-from .store import OutputError, atomic_dir, check_output, sha256_json, to_json, write_json, write_text
+from .store import atomic_dir, check_output, sha256_json, to_json, write_json, write_text
 
 # %% auto #0
 __all__ = ['CACHE_MARKER', 'RunConfig', 'calibration_sets', 'calibrate', 'save_calibration', 'load_calibration', 'stage',
