@@ -314,7 +314,9 @@ def param_breakdown(model:nn.Module # A supported model or a wrapper of one
     return pd.DataFrame(rows)
 
 # %% ../nbs/00_core.ipynb #50d19e8f
-def info_nce(q:Tensor, p:Tensor, n:Tensor|None=None, # (batch, dim) query, positive and hard-negative embeddings
+def info_nce(q:Tensor,                # (batch, dim) query embeddings
+             p:Tensor,                # (batch, dim) positive embeddings
+             n:Tensor|None=None,      # (batch, dim) hard-negative embeddings, if any
              temperature:float=0.05,  # Softmax temperature on cosine similarities
              in_batch:bool=False,     # Also contrast with the other triplets' positives and negatives
              reduction:str='mean'     # 'mean', 'sum' or 'none' (one loss per triplet)

@@ -63,7 +63,9 @@ def dai_scores(weights:dict,                 # {name: weight tensor} (see `score
                fisher_dom:dict,              # {name: domain Fisher}, weight-shaped
                fisher_gen:dict|None=None,    # {name: general Fisher}; may be None when beta == 0
                s_g:dict|None=None,           # {name: gradient alignment}; may be None when alpha == 0
-               alpha:float=0.2, beta:float=1.0, gamma:float=0.5,
+               alpha:float=0.2,              # Weight of the alignment factor (1 + alpha s_g)
+               beta:float=1.0,               # Weight of the general Fisher
+               gamma:float=0.5,              # Weight of the magnitude term sqrt|theta|
                normalize:str|None='median',  # Global scale of each additive term, see `term_scale`
                fisher_scale:str|None='mean', # Divide F_dom and F_gen each by this global scale before combining them
                modulate:str='all',           # (1 + alpha s_g) multiplies 'all' (paper) or only the 'fisher' term (official code)
@@ -112,7 +114,9 @@ def _calib_batches(calib, batch_size:int):
 def activation_norms(encoder:Encoder,             # The model to calibrate (tokenizer and prompts come from it)
                      calib,                        # List of texts, or a triplet dataset
                      params:list[str]|None=None,   # Linear names; default `mlp_linears(encoder)`
-                     batch_size:int=16, show_progress:bool=False) -> dict:
+                     batch_size:int=16,            # Texts per forward pass
+                     show_progress:bool=False      # Progress bar
+                    ) -> dict:
     "L2 norm of every input feature of each Linear over all real (non-padding) calibration tokens: {name: (in_features,)}."
     if not isinstance(encoder, Encoder): raise TypeError(f"activation_norms needs an Encoder (for its tokenizer), got {type(encoder).__name__}.")
     lins = {k: encoder.get_submodule(k) for k in (params or mlp_linears(encoder))}
@@ -156,7 +160,10 @@ def _fisher(stats, kind:str) -> tuple[dict, dict]:
     n = lambda side: min(side, stats.n_batches * bs) if bs else side
     return ({k: v / n(stats.n_dom) for k, v in stats.sq_dom.items()}, {k: v / n(stats.n_gen) for k, v in stats.sq_gen.items()})
 
-def gaprune_scores(weights:dict, stats, config:ScoreConfig|None=None) -> dict:
+def gaprune_scores(weights:dict,                 # {name: weight tensor} (see `scored_weights`)
+                   stats,                        # `GradientStats` of the same weights
+                   config:ScoreConfig|None=None  # DAI settings (default `ScoreConfig()`)
+                  ) -> dict:
     "DAI scores of `weights` from gradient statistics, as `config` says."
     cfg = config or ScoreConfig()
     fd, fg = _fisher(stats, cfg.fisher)
@@ -169,7 +176,7 @@ def gaprune_scores(weights:dict, stats, config:ScoreConfig|None=None) -> dict:
 
 SCORERS = {}  # method name -> scorer(weights, model=, stats=, calib=, seed=, config=) -> {name: score}
 
-def scorer(name:str):
+def scorer(name:str): # A method name of `gaprune_nb.options.REGISTRY`
     "Register the scorer of method `name` (which must be in `gaprune_nb.options.REGISTRY`)."
     def deco(f):
         method_spec(name); SCORERS[name] = f
@@ -230,7 +237,12 @@ class PruneConfig:
     score: ScoreConfig = field(default_factory=ScoreConfig)
     seed: int = 0
 
-def prune(model:nn.Module, config:PruneConfig|None=None, stats=None, calib=None, apply:bool=True) -> dict:
+def prune(model:nn.Module,               # The model (an `Encoder` for 'wanda')
+          config:PruneConfig|None=None,  # Method, sparsity, scope, DAI settings, seed
+          stats=None,                    # `GradientStats`, for the methods that need them
+          calib=None,                    # Calibration texts or triplets, for 'wanda'
+          apply:bool=True                # Also zero the pruned weights in place
+         ) -> dict:
     "Score, select and (if `apply`) zero the pruned weights of `model` in place; returns the mask."
     cfg = config or PruneConfig()
     scores = importance(cfg.method, model, stats=stats, calib=calib, seed=cfg.seed, config=cfg.score)

@@ -205,7 +205,8 @@ class ClassificationData:
     labels: list[str]  # label names; `labels[i]` names label `i`
     name: str = ""
 
-def read_json(path:str|Path) -> object:
+def read_json(path:str|Path # A UTF-8 JSON file
+             ) -> object:
     "Read a JSON file, raising `DataError` if it is missing or invalid."
     path = Path(path)
     if not path.is_file(): raise DataError(f"missing file: {path}")
@@ -278,7 +279,8 @@ def load_sts(source:str|Path, # folder, catalog name ("general/stsb") or hub id
     return STSData(_sts_split(path/"test.jsonl", lo, hi), train, lo, hi, f"{path.parent.name}/{path.name}")
 
 # %% ../nbs/01_data.ipynb #e9c1dde0
-def count_lines(path:Path) -> int:
+def count_lines(path:Path # A text file
+               ) -> int:
     "Non-blank lines of a file (0 if it does not exist)."
     if not path.is_file(): return 0
     with open(path, "rb") as fh: return sum(1 for l in fh if l.strip())

@@ -52,7 +52,8 @@ class Limit:
 
 TINY = Limit()
 
-def as_limit(limit:Limit|int|None) -> Limit|None:
+def as_limit(limit:Limit|int|None # A `Limit`, queries per retrieval task (`Limit.scaled`), or None
+            ) -> Limit|None:
     "A `Limit` from a `Limit`, an integer (`Limit.scaled`) or `None` (no limit)."
     if limit is None or isinstance(limit, Limit): return limit
     if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0: return Limit.scaled(limit)
@@ -75,7 +76,9 @@ def _balanced(rng, labels:list, k:int|None) -> list[int]:
     return sorted(_round_robin([by[l] for l in sorted(by)])[:k])
 
 # %% ../nbs/09_evaluation.ipynb #5317820d
-def subsample_retrieval(rd:RetrievalData, limit:Limit) -> RetrievalData:
+def subsample_retrieval(rd:RetrievalData, # A retrieval set
+                        limit:Limit       # How many queries and documents to keep
+                       ) -> RetrievalData:
     "At most `limit.queries` queries and `limit.corpus` documents; the relevant documents of kept queries come first."
     rng = np.random.default_rng(limit.seed)
     qids = rd.queries['_id']
@@ -109,7 +112,9 @@ def keep_rng():
         random.setstate(states[0]); np.random.set_state(states[1]); torch.set_rng_state(states[2])
         if cuda is not None: torch.cuda.set_rng_state_all(cuda)
 
-def files_digest(path:Path, extra:str='') -> str:
+def files_digest(path:Path,     # A file or folder
+                 extra:str=''   # Mixed into the hash (e.g. settings)
+                ) -> str:
     "sha256 (12 hex digits) over the names and bytes of every file under `path`, and `extra`."
     h = hashlib.sha256(extra.encode())
     for f in sorted(p for p in Path(path).rglob('*') if p.is_file()):
@@ -211,7 +216,9 @@ def suite(name:str,                    # a domain: 'finance', 'chemistry', 'gene
 
 # %% ../nbs/09_evaluation.ipynb #1ad135c6
 def model_meta(encoder, # an `Encoder` (or any object with `encode(texts, kind=...)`)
-               name:str|None=None, revision:str|None=None) -> ModelMeta:
+               name:str|None=None,      # Model name in mteb's results (default: from the encoder)
+               revision:str|None=None   # Revision (default: a hash of the weights and settings)
+              ) -> ModelMeta:
     "mteb metadata of an encoder: name from its path ('organization/model'), revision = digest of weights and settings."
     m = getattr(encoder, 'model', None)
     path = str(getattr(m, 'name_or_path', '') or '')
@@ -362,8 +369,10 @@ def evaluate(encoder,                         # an `Encoder` (or an `MtebEncoder
              cache:str|Path|None=None,        # folder for mteb's results cache (resume, skip done tasks); None: no cache
              *, root:str|Path|None=None,      # data folder (see `gaprune_nb.data.data_root`)
              limit:Limit|int|None=None,       # subsample every local task (e.g. `TINY`)
-             name:str|None=None, revision:str|None=None, # model name / revision (see `model_meta`)
-             prompts:dict|None=None, untyped:str='document', # instructions (see `MtebEncoder`)
+             name:str|None=None,              # model name (see `model_meta`)
+             revision:str|None=None,          # model revision (see `model_meta`)
+             prompts:dict|None=None,          # instructions per task type (see `MtebEncoder`)
+             untyped:str='document',          # how texts without a query/document role are embedded
              overwrite:bool=False,            # evaluate again even when the cache has the result
             ) -> Report:
     "Evaluate `encoder` with mteb on a suite or tasks; main scores, task-type averages and `Avg.` in a `Report`."
@@ -389,7 +398,8 @@ def evaluate(encoder,                         # an `Encoder` (or an `MtebEncoder
 
 # %% ../nbs/09_evaluation.ipynb #5f947aa6
 def table(reports:Sequence[Report]|dict[str, Report], # reports, or {row label: report}
-          scale:float=100.) -> pd.DataFrame:
+          scale:float=100.   # Multiply scores by this
+         ) -> pd.DataFrame:
     "One row per report: task scores, task-type averages and `Avg.` (times `scale`)."
     items = reports.items() if isinstance(reports, dict) else [(r.model, r) for r in reports]
     return pd.DataFrame([r.row(scale).rename(k) for k, r in items])

@@ -42,9 +42,11 @@ def _length_chunks(encoder, texts, kind, size, offset):
     return [(kind, [offset + i for i in order[s:s+size]], [texts[i] for i in order[s:s+size]])
             for s in range(0, len(texts), size)]
 
-def triplet_grads(encoder:Encoder, linears:dict, # The `Encoder` and the scored {name: nn.Linear}
+def triplet_grads(encoder:Encoder,                # The model
+                  linears:dict,                   # The scored {name: nn.Linear}
                   rows:dict,                      # A batch: {'query': [...], 'positive': [...], 'negative': [...]}
-                  temperature:float=0.05, in_batch:bool=False,
+                  temperature:float=0.05,         # InfoNCE temperature
+                  in_batch:bool=False,            # Also contrast with the batch's other positives and negatives
                   per_sample:bool=True,           # False: the gradient of the batch-mean loss instead
                   chunk:int|None=None             # Texts per forward pass (default: the batch size)
                  ) -> dict:
@@ -141,7 +143,10 @@ class GradientStats:
                                   grad_cosine=cos(self.grad_gen[k], self.grad_dom[k])) for k, v in self.fisher_gen.items()])
 
 # %% ../nbs/03_fisher.ipynb #6d9c932a
-def scored_linears(encoder:nn.Module, params:dict|list|None=None, include_attention:bool=False) -> dict:
+def scored_linears(encoder:nn.Module,            # The model (names are qualified on it)
+                   params:dict|list|None=None,   # Names or {name: nn.Linear}; default: every MLP matrix
+                   include_attention:bool=False  # Also the attention Linears (when `params` is None)
+                  ) -> dict:
     "The `{qualified name: nn.Linear}` whose weights are scored, in layer order."
     if params is None:
         out = {}
@@ -194,7 +199,7 @@ def gradient_statistics(
     checkpoint_dir:str|Path|None=None, # Save accumulators here and resume from them
     checkpoint_every:int=20,    # Steps (paired batches) between checkpoints
     accum_dtype:torch.dtype=torch.float32, # Accumulator precision (fp64 for very large sets)
-    show_progress:bool=True,
+    show_progress:bool=True,    # Progress bar over the steps
     on_step:Callable|None=None, # Called with the number of steps done after every step
 ) -> GradientStats:
     "Fisher, mean gradients and paired-batch gradient products of the scored weights on general and domain triplets."
@@ -282,7 +287,8 @@ def _resume(path, ident, acc) -> int:
         for k in d: d[k].copy_(tensors[f'{a}/{k}'])
     return int(meta['step'])
 
-def checkpoint_step(path:str|Path) -> int:
+def checkpoint_step(path:str|Path # A `checkpoint_dir` of `gradient_statistics`
+                   ) -> int:
     "Steps done by the `gradient_statistics` checkpoint in `path` (0 if there is none); reads only its manifest."
     try: meta = read_manifest(path)
     except (FileNotFoundError, StatsCorrupt): return 0

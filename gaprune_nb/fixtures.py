@@ -94,7 +94,7 @@ _TINY = {
     'qwen3': dict(_DECODER, head_dim=8), 'gemma3_text': dict(_DECODER, head_dim=8, sliding_window=16),
 }
 
-def tiny_tokenizer(arch:str):
+def tiny_tokenizer(arch:str): # One of `TINY_ARCHS`
     "MiniLM's WordPiece tokenizer for encoder architectures, the tiny Llama GGUF's tokenizer for decoders."
     if arch in ('bert', 'mpnet'):
         tok = AutoTokenizer.from_pretrained(minilm_path())

@@ -19,10 +19,10 @@ __all__ = ['layer_embeddings', 'l3prune_losses', 'l3prune_configs', 'truncate']
 # %% ../nbs/06a_l3prune.ipynb #2314dcb0
 @torch.no_grad()
 def layer_embeddings(enc:Encoder,        # The model, with its pooling and instructions
-                     texts:list[str],
+                     texts:list[str],     # The texts
                      kind:str='document', # 'query' or 'document': which instruction is prefixed
-                     batch_size:int=16,
-                     show_progress:bool=False
+                     batch_size:int=16,   # Texts per forward pass
+                     show_progress:bool=False # Progress bar
                     ) -> Tensor:
     "(n_layers, len(texts), dim) pooled embeddings after every layer, final norm applied: what each truncation would give."
     if isinstance(texts, str): raise TypeError("Pass a list of texts, not a single string.")
@@ -46,12 +46,12 @@ def layer_embeddings(enc:Encoder,        # The model, with its pooling and instr
     return torch.stack([torch.cat(o) for o in out])
 
 # %% ../nbs/06a_l3prune.ipynb #0b4199ef
-def l3prune_losses(enc:Encoder,
+def l3prune_losses(enc:Encoder,               # The model, with its pooling and instructions
                    triplets,                  # Columns 'query', 'positive' and optionally 'negative' (Dataset, dict, DataFrame)
                    batch_size:int=16,         # Triplets per contrastive batch
-                   temperature:float=0.05,
+                   temperature:float=0.05,    # InfoNCE temperature
                    in_batch:bool=True,        # Contrast each query with the whole batch's positives and negatives
-                   show_progress:bool=False
+                   show_progress:bool=False   # Progress bar
                   ) -> 'pd.DataFrame':
     "InfoNCE loss of the pooled, final-normed hidden state after every layer: columns `n_layers` (1..L) and `loss`."
     import pandas as pd

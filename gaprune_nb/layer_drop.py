@@ -32,9 +32,9 @@ def _cos_sum(a, b, mask):
 def effir_importance(enc:Encoder,             # The model, with its tokenizer and instructions
                      texts:list[str],         # Calibration texts
                      kind:str='document',     # Embed them as 'query' or 'document' (which instruction is prefixed)
-                     batch_size:int=16,
+                     batch_size:int=16,       # Texts per forward pass
                      post_ln:str='output',    # Post-LN models: x + F(x) after the sub-layer's LayerNorm ('output') or before ('residual')
-                     show_progress:bool=False
+                     show_progress:bool=False # Progress bar
                     ) -> 'pd.DataFrame':
     "EffiR importance 1 - cos(x, x + F(x)) of every attention and MLP sub-layer and every block, averaged over real tokens."
     import pandas as pd
@@ -91,7 +91,11 @@ def drop_order(imp:'pd.DataFrame',                          # `effir_importance`
     d = imp[imp.kind.isin(kinds)].dropna(subset=['importance']).sort_values(['importance', 'layer'], kind='stable')
     return d.assign(order=range(1, len(d)+1)).reset_index(drop=True)
 
-def drop_plan(imp:'pd.DataFrame', n_attn:int=0, n_mlp:int=0, n_blocks:int=0) -> dict:
+def drop_plan(imp:'pd.DataFrame', # `effir_importance` output
+              n_attn:int=0,       # Attention sub-layers to drop
+              n_mlp:int=0,        # MLP sub-layers to drop
+              n_blocks:int=0      # Whole blocks to drop
+             ) -> dict:
     "The `n_attn` / `n_mlp` least important sub-layers and `n_blocks` blocks, as keyword arguments of `drop_sublayers`."
     plan = {}
     for key, kind, n in (('attn', 'attn', n_attn), ('mlp', 'mlp', n_mlp), ('blocks', 'block', n_blocks)):
@@ -101,7 +105,11 @@ def drop_plan(imp:'pd.DataFrame', n_attn:int=0, n_mlp:int=0, n_blocks:int=0) -> 
     return plan
 
 # %% ../nbs/06_layer_drop.ipynb #aabf2e8f
-def plot_importance(imp:'pd.DataFrame', ax=None, title:str|None=None, kinds:Iterable[str]=('attn', 'mlp'), log:bool=True):
+def plot_importance(imp:'pd.DataFrame',                   # `effir_importance` output
+                    ax=None,                             # A matplotlib axis (default: a new figure)
+                    title:str|None=None,                 # Plot title
+                    kinds:Iterable[str]=('attn', 'mlp'), # Which sub-layers to show
+                    log:bool=True):                      # Logarithmic importance axis
     "Heat-map of EffiR importance (rows: sub-layer kind, columns: layer); each cell shows its step in the joint drop order."
     import matplotlib.pyplot as plt, seaborn as sns
     from matplotlib.colors import LogNorm

@@ -81,7 +81,8 @@ def calibration_sets(encoder:Encoder,          # The model whose query embedding
                      seed:int=0,                # For the pool subset and k-means
                      pool:int|None=4000,        # Triplets per side embedded for k-means (a seeded subset); None: all
                      root:str|Path|None=None,   # Data folder (default: $GAPRUNE_DATA)
-                     show_progress:bool=False) -> dict:
+                     show_progress:bool=False   # Progress bars while embedding
+                    ) -> dict:
     "k-means-selected calibration triplets: {'general': Dataset, domain: Dataset}."
     out = {}
     for d in ('general', domain):

@@ -132,7 +132,9 @@ def _add_lora(encoder:Encoder, cfg:RetrainConfig, pairs:list) -> 'peft.PeftModel
     return pm
 
 # %% ../nbs/08_retraining.ipynb #9931c77f
-def merge_lora(encoder:Encoder, mask:dict|None=None) -> Encoder:
+def merge_lora(encoder:Encoder,       # A model whose Linears carry LoRA adapters (from `retrain`)
+               mask:dict|None=None    # Keep-mask re-applied after merging, so pruned weights stay zero
+              ) -> Encoder:
     "Merge the LoRA adapters of `encoder.model` into its weights, unload them, and re-apply `mask` (in place)."
     from peft import PeftModel
     if not isinstance(encoder.model, PeftModel):
@@ -217,7 +219,11 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
 
 # %% ../nbs/08_retraining.ipynb #e01bfbdd
 @torch.no_grad()
-def evaluate_triplets(encoder:Encoder, triplets, temperature:float=0.05, batch_size:int=32) -> dict:
+def evaluate_triplets(encoder:Encoder,         # The model
+                      triplets,                # A Dataset of (query, positive, negative)
+                      temperature:float=0.05,  # InfoNCE temperature for the reported loss
+                      batch_size:int=32        # Texts per forward pass
+                     ) -> dict:
     "Ranking accuracy (cos(q, p) > cos(q, n)) and InfoNCE loss with every triplet's documents as candidates."
     q, p, n = _columns(triplets)
     e = lambda texts, kind: encoder.encode(texts, kind, batch_size=batch_size, normalize=True, convert_to_numpy=False)

@@ -19,7 +19,8 @@ def _sqdist(c:np.ndarray, x:np.ndarray, xx:np.ndarray) -> np.ndarray:
 
 def nearest_distinct(points:np.ndarray,    # (n_points, dim)
                      centroids:np.ndarray, # (n_centroids, dim), n_centroids <= n_points
-                     k:int=16, chunk:int=256
+                     k:int=16,             # Candidate points looked at per centroid before falling back to all
+                     chunk:int=256         # Centroids per distance computation (memory)
                     ) -> np.ndarray:
     "For each centroid a distinct point: its nearest free one, centroids served from the closest match outwards."
     points, centroids = np.asarray(points, np.float64), np.asarray(centroids, np.float64)
@@ -46,7 +47,9 @@ def nearest_distinct(points:np.ndarray,    # (n_points, dim)
 
 # %% ../nbs/02_sampling.ipynb #d8c202f6
 def kmeans_indices(emb:np.ndarray, # (n_points, dim) embeddings (L2-normalised for cosine geometry)
-                   n:int, seed:int=0, iters:int=20,
+                   n:int,                       # Number of clusters (and of points returned)
+                   seed:int=0,                  # k-means seed
+                   iters:int=20,                # k-means iterations
                    n_init:int=1,                # k-means restarts (fixed, so a seed fixes the result)
                    minibatch_above:int=10_000   # Use MiniBatchKMeans for more points than this
                   ) -> np.ndarray:
@@ -65,9 +68,12 @@ def kmeans_indices(emb:np.ndarray, # (n_points, dim) embeddings (L2-normalised f
 def kmeans_sample(triplets,                 # A Dataset of (query, positive, negative) triplets
                   n:int,                    # Number of triplets to keep
                   encoder:Encoder,          # Embeds the queries (normally the model to be pruned)
-                  seed:int=0, iters:int=20, batch_size:int=64,
+                  seed:int=0,               # k-means seed
+                  iters:int=20,             # k-means iterations
+                  batch_size:int=64,        # Texts per forward pass while embedding
                   column:str='query',       # The text that is embedded
-                  minibatch_above:int=10_000, show_progress:bool=False):
+                  minibatch_above:int=10_000, # Use MiniBatchKMeans for more triplets than this
+                  show_progress:bool=False):  # Progress bar while embedding
     "`min(n, len)` distinct triplets nearest to k-means centroids of the queries, with a `source_index` column."
     if column not in getattr(triplets, 'column_names', ()):
         raise ValueError(f"Expected a Dataset with a {column!r} column, got {getattr(triplets, 'column_names', type(triplets).__name__)}.")

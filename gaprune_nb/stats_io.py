@@ -85,7 +85,8 @@ def identity_diff(saved:dict,     # An identity recorded in a manifest
 
 def check_identity(manifest:dict,               # A statistics manifest (see `GradientStats.save`)
                    model:nn.Module|None=None,   # If given: must be the model the statistics were computed on
-                   general=None, domain=None,   # If given: must be the triplets they were computed on
+                   general=None,                # If given: must be the general triplets they were computed on
+                   domain=None,                 # If given: must be the domain triplets they were computed on
                    where:str='',                # The folder, for the message
                    domain_name:str|None=None    # If given: must be the domain they were computed for
                   ) -> None:
