@@ -74,7 +74,7 @@ def unwrap(model:nn.Module): # A transformers model, or a wrapper of one (`...Fo
     raise UnsupportedArchitecture(
         f"Cannot find the transformer layers of a {type(model).__name__} (model_type={mt!r}). Supported model types: "
         f"{sorted(ARCHS)}; each needs a ModuleList of layers whose layers hold an attention module and an MLP with "
-        f"up/down (and optionally gate) nn.Linear projections. Add an `ArchSpec` to `gaprune_nb.core.ARCHS` for a new one.")
+        f"up/down (and optionally gate) nn.Linear projections. Add an `ArchSpec` to `gaprune_nb.arch.ARCHS` for a new one.")
 
 def _has(m, path):
     try: m.get_submodule(path); return True
@@ -121,7 +121,7 @@ def check_embedder(config # A transformers config (or None)
 # %% ../nbs/00b_arch.ipynb #f7d091a7
 @dataclass(frozen=True)
 class SublayerSpec:
-    "How a layer's two residual branches are wired, beyond `core.ArchSpec`; paths are relative to one layer."
+    "How a layer's two residual branches are wired, beyond `ArchSpec`; paths are relative to one layer."
     mid: str                       # module whose input is the stream between the attention and the MLP branch
     attn_sum: str|None = None      # post-LN: the LayerNorm applied to x + attn(x)
     mlp_sum: str|None = None       # post-LN: the LayerNorm applied to h + mlp(h)
@@ -147,7 +147,7 @@ def sublayer_parts(model:nn.Module): # A supported model or a wrapper of one
     mt = base.config.model_type
     if mt not in SUBLAYERS:
         raise UnsupportedArchitecture(f"No `SublayerSpec` for model_type={mt!r}; supported: {sorted(SUBLAYERS)}. "
-                                      "Add one to `gaprune_nb.layer_drop.SUBLAYERS`.")
+                                      "Add one to `gaprune_nb.arch.SUBLAYERS`.")
     return base, spec, SUBLAYERS[mt], base.get_submodule(spec.layers)
 
 # %% ../nbs/00b_arch.ipynb #ac41effc

@@ -17,7 +17,7 @@ from .fisher import GradientStats, checkpoint_step, gradient_statistics
 from .dai import importance
 from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
 from .options import DTYPES, POOLINGS, ScoreConfig, check_device, check_scope, method
-from .stats_io import StatsCorrupt, StatsMismatch, check_identity, dataset_sha256, verify_dir
+from .stats_io import StatsCorrupt, StatsMismatch, check_identity, dataset_sha256
 from .store import atomic_dir, check_output, sha256_json, to_json, write_json, write_text
 
 # %% auto #0
@@ -236,13 +236,14 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     # every check before anything is loaded
     root = data_root(cfg.data) if m.calib else None
     src = model_source(cfg.model or minilm_path()) if encoder is None else None
-    if isinstance(stats, (str, Path)):
-        check_identity(verify_dir(stats), where=stats, domain_name=cfg.domain)  # damaged or other-domain: refused now
+    stats_path = stats if isinstance(stats, (str, Path)) else None
+    if stats_path is not None:
         if not m.stats: raise ValueError(f"--stats: method {cfg.method!r} uses no gradient statistics.")
+        stats = GradientStats.load(stats_path, domain_name=cfg.domain)  # damaged or other-domain: refused now, read once
     if checkpoint_every < 1: raise ValueError(f"checkpoint_every must be >= 1, not {checkpoint_every}")
     protect = tuple(Path(p).expanduser() for p in (root, cfg.data, os.environ.get('GAPRUNE_DATA')) if p)  # never written
     out = check_output(out, overwrite, protect) if out is not None else None
-    work = _work_dir(out, cache, protect) if m.stats and not isinstance(stats, (GradientStats, str, Path)) else None
+    work = _work_dir(out, cache, protect) if m.stats and stats is None else None
 
     seed_everything(cfg.seed)
     timings, calib, resumed = {}, {}, {}
@@ -252,12 +253,12 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     if m.calib:
         with stage(timings, 'calibration sample (k-means)', say):
             calib = calibrate(enc, cfg, show_progress)
-    if m.stats and not isinstance(stats, GradientStats):
+    if stats_path is not None:  # loaded above: now check it belongs to this model and these triplets
+        with token_limit(enc, cfg.max_length):
+            check_identity(stats.manifest, enc, calib['general'], calib[cfg.domain], where=stats_path)
+    if m.stats and stats is None:
         with stage(timings, 'gradient statistics', say):
-            if stats is not None:
-                with token_limit(enc, cfg.max_length):
-                    stats = GradientStats.load(stats, enc, calib['general'], calib[cfg.domain], cfg.domain)
-            else: stats, resumed = statistics(enc, calib, cfg, work, cache is not None, checkpoint_every, show_progress)
+            stats, resumed = statistics(enc, calib, cfg, work, cache is not None, checkpoint_every, show_progress)
     with stage(timings, 'scores and mask', say): mask = select(score(enc, cfg, stats, calib), cfg)
     with stage(timings, 'comparison with magnitude pruning', say):
         diff = mask_difference(mask, select(importance('magnitude', enc), cfg))
