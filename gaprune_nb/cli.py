@@ -158,6 +158,13 @@ def _add_prune(p):
     p.add_argument('--pool', type=_int_at_least(0), default=4000, help='triplets per domain embedded for k-means (0: all)')
     p.add_argument('--batch-size', type=_int_at_least(1), default=8, help='triplets per statistics batch (default 8)')
     p.add_argument('--max-length', type=_int_at_least(1), default=256, help='token limit while computing statistics (default 256)')
+    p.add_argument('--in-batch', action=argparse.BooleanOptionalAction, default=True,
+                   help="statistics: InfoNCE also contrasts with the batch's other documents (the paper's loss; default on)")
+    p.add_argument('--temperature', type=float, default=0.05, help='statistics: InfoNCE temperature (default 0.05)')
+    p.add_argument('--balance', action=argparse.BooleanOptionalAction, default=True,
+                   help='calibration pool: an equal share from each triplet file of a domain (default on)')
+    p.add_argument('--update', default=None, choices=['obs'],
+                   help="'obs': prune with the OBS weight update of the kept weights (SparseGPT's sweep, domain calibration)")
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--out', required=True, help='output folder: must be new or empty (written atomically)')
     p.add_argument('--overwrite', action='store_true', help='replace a previous gaprune run in --out (never other folders)')
@@ -178,7 +185,7 @@ def _add_score(p):
     "One flag per `ScoreConfig` field, its help from the field's comment (a new field is a new flag, documented)."
     from fastcore.docments import docments  # light: no torch
     docs = docments(ScoreConfig)
-    g = p.add_argument_group('DAI scoring of --method gaprune (gaprune_nb.options.ScoreConfig; "none" unsets)')
+    g = p.add_argument_group('scoring of the DAI and OBD methods (gaprune_nb.options.ScoreConfig; "none" unsets)')
     for f in fields(ScoreConfig):
         d, flag, h = f.default, '--' + f.name.replace('_', '-'), f"{docs.get(f.name) or ''} (default {f.default})"
         if isinstance(d, bool): g.add_argument(flag, action=argparse.BooleanOptionalAction, default=d, help=docs.get(f.name))
@@ -213,7 +220,8 @@ def _config(a):
     from gaprune_nb.pipeline import RunConfig
     return RunConfig(model=a.model, domain=a.domain, method=a.method, sparsity=a.sparsity, scope=a.scope,
                      n_calib=a.n_calib, pool=a.pool or None, batch_size=a.batch_size, max_length=a.max_length,
-                     seed=a.seed, data=a.data, pooling=a.pooling, dtype=a.dtype, device=a.device,
+                     seed=a.seed, data=a.data, pooling=a.pooling, dtype=a.dtype, device=a.device, in_batch=a.in_batch,
+                     temperature=a.temperature, balance=a.balance, update=a.update,
                      score=ScoreConfig(**{f.name: getattr(a, f.name) for f in fields(ScoreConfig)}))
 
 def _one_line(e:BaseException) -> str:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/05_dai.ipynb #5f02b4b7
 from __future__ import annotations
-import math, warnings
+import importlib, math, warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -206,6 +206,7 @@ def _wanda(w, model=None, calib=None, **_):
 
 @scorer('gaprune')
 def _gaprune(w, stats=None, config=None, **_): return gaprune_scores(w, stats, config)
+scorer('gaprune-paper')(_gaprune)
 
 @scorer('gaprune-official')
 def _gaprune_official(w, stats=None, **_): return gaprune_scores(w, stats, ScoreConfig.official())
@@ -215,11 +216,14 @@ def importance(method:str,                  # One of `METHODS`
                stats=None,                  # `GradientStats` for the Fisher and GAPrune methods
                calib=None,                  # Calibration texts or triplets for 'wanda'
                seed:int=0,                  # For 'random'
-               config:ScoreConfig|None=None, # For 'gaprune'
+               config:ScoreConfig|None=None, # For the DAI and OBD methods
                params:list[str]|None=None    # Linear names to score; default all MLP matrices
               ) -> dict:
     "Importance of every scored weight by `method`: {name: fp32 tensor}, higher = keep."
     m = method_spec(method)
+    if m.update: raise ValueError(f"Method {method!r} chooses its mask while it updates the weights: call "
+                                  f"gaprune_nb.sparsegpt.obs_prune(encoder, calib) or use prune_run.")
+    if method not in SCORERS: importlib.import_module(m.module)  # registers the method's scorer
     w = scored_weights(model, params)
     if m.stats and stats is None:
         raise ValueError(f"Method {method!r} needs `stats`: gaprune_nb.fisher.gradient_statistics(encoder, general, domain).")

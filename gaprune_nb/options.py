@@ -19,7 +19,10 @@ class Method:
     stats: bool        # needs gradient statistics (general and domain Fisher)
     calib: bool        # needs calibration triplets (for the statistics or for activations)
     summary: str
+    update: bool = False  # prunes with an OBS weight update of the kept weights (needs calibration, see `sparsegpt`)
+    module: str = 'gaprune_nb.dai'  # the module that registers its scorer (imported when the method is first used)
 
+_SAL = 'gaprune_nb.saliency'
 REGISTRY = {m.name: m for m in [
     Method('random', False, False, 'uniformly random scores (a floor)'),
     Method('magnitude', False, False, '|W|'),
@@ -27,7 +30,14 @@ REGISTRY = {m.name: m for m in [
     Method('fisher-dom', True, True, 'target-domain diagonal Fisher'),
     Method('wanda', False, True, "|W| x input activation norm on domain triplets (Wanda)"),
     Method('gaprune', True, True, "GAPrune's domain-alignment importance (DAI) as this package computes it"),
+    Method('gaprune-paper', True, True, "DAI as the paper writes it: [(F_dom - beta F_gen)|θ| + gamma sqrt|θ|](1 + alpha s_g)"),
     Method('gaprune-official', True, True, "DAI with the public GAPrune code's settings"),
+    Method('obd', True, True, "loss-increase saliency ½θ²(F_dom + lam F_gen), each Fisher trace-normalised", module=_SAL),
+    Method('obd-kfac', True, True, "OBD with each Fisher denoised to row-sum × column-sum (K-FAC's diagonal)", module=_SAL),
+    Method('balanced', True, True, "keep a weight if domain OBD or general OBD ranks it high", module=_SAL),
+    Method('ria', False, True, "relative importance × activation^½ on domain triplets (RIA)", module=_SAL),
+    Method('sparsegpt', False, True, "SparseGPT: OBS mask and weight update from the domain triplets' input Hessians",
+           update=True, module='gaprune_nb.sparsegpt'),
 ]}
 METHODS = tuple(REGISTRY)
 
@@ -84,6 +94,10 @@ class ScoreConfig:
     alignment: str = 'cosine'        # s_g method of `gradient_alignment`
     fisher: str = 'per_sample'       # 'per_sample' (stats.fisher_*) or 'batch_squared' (stats.sq_* / n)
     storage_dtype: str|None = None   # round statistics and weights through this dtype first ('float16' officially)
+    lam: float = 1.0                 # OBD methods: weight of the general Fisher, added to the domain Fisher
+    align: float = 0.0               # OBD methods: bounded alignment factor 1 + align clip(s_g, -1, 1), align in [0, 1)
+    exponent: float = 2.0            # OBD methods: power of |θ| (2: OBD, 1: Fisher × magnitude)
+    first_order: bool = False        # OBD methods: subtract the first-order term θ·ḡ
 
     @classmethod
     def official(cls, **kw) -> ScoreConfig:
@@ -97,6 +111,8 @@ class ScoreConfig:
                       ('storage_dtype', (None,) + DTYPES)):
             if getattr(self, k) not in ok: raise ValueError(f"ScoreConfig.{k} must be one of {ok}, not {getattr(self, k)!r}")
         if self.clamp is not None and len(self.clamp) != 2: raise ValueError(f"clamp must be (low, high), not {self.clamp!r}")
+        if self.lam < 0 or not 0 <= self.align < 1 or self.exponent <= 0:
+            raise ValueError(f"ScoreConfig needs lam >= 0, 0 <= align < 1 and exponent > 0; got {self.lam}, {self.align}, {self.exponent}")
 
     def dai_kwargs(self) -> dict:
         "The arguments of `dai_scores`."

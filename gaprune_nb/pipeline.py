@@ -11,10 +11,12 @@ from pathlib import Path
 
 from . import __version__
 from .core import Encoder, find_layers, mlp_linears, model_source, seed_everything, write_model_files
-from .data import DOMAINS, data_root, domain_triplets, load_triplets
+from datasets import concatenate_datasets
+from .data import DOMAINS, catalog, data_root, domain_triplets, load_triplets
 from .sampling import kmeans_sample
 from .fisher import GradientStats, checkpoint_step, gradient_statistics
 from .dai import importance
+from .sparsegpt import obs_prune
 from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
 from .options import DTYPES, POOLINGS, ScoreConfig, check_device, check_scope, method
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, dataset_sha256
@@ -43,12 +45,18 @@ class RunConfig:
     pooling: str|None = None    # None: the model folder's (sentence-transformers) pooling, else 'mean'
     dtype: str|None = None      # weights' dtype: 'float32' (None), 'bfloat16' or 'float16'
     device: str|None = None     # 'cpu' (None), 'cuda', 'cuda:N' or 'mps'
-    score: ScoreConfig = field(default_factory=ScoreConfig)  # DAI settings (method 'gaprune')
+    in_batch: bool = True       # statistics: InfoNCE also contrasts with the batch's other documents (the paper's loss)
+    temperature: float = 0.05   # statistics: InfoNCE temperature (sentence-transformers' default scale 20)
+    balance: bool = True        # calibration pool: equal share from each triplet file (else ~76% SNLI on the general side)
+    update: str|None = None     # 'obs': prune with the OBS weight update of the kept weights (SparseGPT's sweep)
+    score: ScoreConfig = field(default_factory=ScoreConfig)  # DAI / OBD settings
 
     def __post_init__(self):
         method(self.method); check_device(self.device)
         if isinstance(self.score, dict):  # from JSON: lists back to tuples
             self.score = ScoreConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.score.items()})
+        if self.update not in (None, 'obs'): raise ValueError(f"update must be None or 'obs', not {self.update!r}")
+        if not self.temperature > 0: raise ValueError(f"temperature must be > 0, not {self.temperature!r}")
         if self.pooling not in (None,) + POOLINGS: raise ValueError(f"pooling must be one of {POOLINGS}, not {self.pooling!r}")
         if self.dtype not in (None,) + DTYPES: raise ValueError(f"dtype must be one of {DTYPES}, not {self.dtype!r}")
         if self.domain not in DOMAINS or self.domain == 'general':
@@ -81,13 +89,19 @@ def calibration_sets(encoder:Encoder,          # The model whose query embedding
                      seed:int=0,                # For the pool subset and k-means
                      pool:int|None=4000,        # Triplets per side embedded for k-means (a seeded subset); None: all
                      root:str|Path|None=None,   # Data folder (default: $GAPRUNE_DATA)
-                     show_progress:bool=False   # Progress bars while embedding
+                     show_progress:bool=False,  # Progress bars while embedding
+                     balance:bool=False         # Pool: at most pool / (number of files) triplets from each triplet file
                     ) -> dict:
     "k-means-selected calibration triplets: {'general': Dataset, domain: Dataset}."
     out = {}
     for d in ('general', domain):
-        ds = domain_triplets(d, root=root)
-        if pool and len(ds) > pool: ds = ds.shuffle(seed=seed).select(range(pool))
+        if balance and pool:
+            cat = catalog(root)
+            files = [load_triplets(p) for p in cat[(cat.kind == 'triplets') & (cat.domain == d)].path]
+            ds = concatenate_datasets([f.shuffle(seed=seed).select(range(min(len(f), pool // len(files)))) for f in files])
+        else:
+            ds = domain_triplets(d, root=root)
+            if pool and len(ds) > pool: ds = ds.shuffle(seed=seed).select(range(pool))
         out[d] = kmeans_sample(ds, n, encoder, seed=seed, show_progress=show_progress)
     return out
 def calibrate(encoder:Encoder,             # The model the triplets are chosen with (k-means over its embeddings)
@@ -95,7 +109,7 @@ def calibrate(encoder:Encoder,             # The model the triplets are chosen w
               show_progress:bool=False     # Progress bars while embedding
              ) -> dict:
     "Stage 1: the calibration triplets of a run: {'general': Dataset, cfg.domain: Dataset}."
-    return calibration_sets(encoder, cfg.domain, cfg.n_calib, cfg.seed, cfg.pool, cfg.data, show_progress)
+    return calibration_sets(encoder, cfg.domain, cfg.n_calib, cfg.seed, cfg.pool, cfg.data, show_progress, cfg.balance)
 
 def save_calibration(calib:dict, # As returned by `calibrate`
                      path:str|Path # A folder: one `<side>.jsonl` per side is written
@@ -175,7 +189,7 @@ def statistics(enc:Encoder,                 # The model (its scored MLP weights 
               ) -> tuple[GradientStats, dict]:
     "Stage 2: gradient statistics (and what was resumed), checkpointed to and resumed from `work`."
     gen, dom = calib['general'], calib[cfg.domain]
-    kw = dict(batch_size=cfg.batch_size, domain_name=cfg.domain)
+    kw = dict(batch_size=cfg.batch_size, domain_name=cfg.domain, in_batch=cfg.in_batch, temperature=cfg.temperature)
     key = sha256_json(dict(model=str(cfg.model), data=[dataset_sha256(gen), dataset_sha256(dom)], settings=kw,
                            max_length=cfg.max_length))[:12]  # what the statistics depend on (weights: checked on load)
     where = work/f'statistics-{key}' if work else None
@@ -214,12 +228,17 @@ def select(scores:dict,    # From `score`: {name: tensor}, higher = keep
     "Stage 4: the keep-mask of `cfg.sparsity` (or N:M) within `cfg.scope`."
     return make_mask(scores, None if ':' in cfg.scope else cfg.sparsity, cfg.scope)
 
-def apply(enc:Encoder,  # The model, changed in place
-          mask:dict     # From `select`: {name: bool tensor}, True = keep
-         ) -> Encoder:
-    "Stage 5: zero the pruned weights of `enc` in place (then evaluate it with `gaprune_nb.evaluation.evaluate`)."
-    apply_mask(enc, mask)
-    return enc
+def apply(enc:Encoder,              # The model, changed in place
+          mask:dict|None,            # From `select`: {name: bool tensor}, True = keep; None for SparseGPT (its own mask)
+          cfg:RunConfig|None=None,   # With `update='obs'` or method 'sparsegpt': OBS update of the kept weights
+          calib:dict|None=None       # From `calibrate`: the domain side feeds the OBS Hessians
+         ) -> dict:
+    "Stage 5: zero the pruned weights of `enc` in place (with the OBS update if `cfg` asks); returns the mask applied."
+    if cfg is None or not (cfg.update == 'obs' or method(cfg.method).update):
+        apply_mask(enc, mask)
+        return mask
+    nm = check_scope(cfg.scope, None if ':' in cfg.scope else cfg.sparsity)
+    return obs_prune(enc, calib[cfg.domain], cfg.sparsity, nm, masks=mask)
 
 def prune_run(cfg:RunConfig,                      # The run's settings
               out:str|Path|None=None,             # Output folder (written atomically); None: keep in memory
@@ -259,10 +278,11 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     if m.stats and stats is None:
         with stage(timings, 'gradient statistics', say):
             stats, resumed = statistics(enc, calib, cfg, work, cache is not None, checkpoint_every, show_progress)
-    with stage(timings, 'scores and mask', say): mask = select(score(enc, cfg, stats, calib), cfg)
-    with stage(timings, 'comparison with magnitude pruning', say):
-        diff = mask_difference(mask, select(importance('magnitude', enc), cfg))
-        apply(enc, mask)
+    with stage(timings, 'scores and mask', say): mask = None if m.update else select(score(enc, cfg, stats, calib), cfg)
+    mag = select(importance('magnitude', enc), cfg)  # on the dense weights
+    with stage(timings, 'prune' + (' with OBS update' if m.update or cfg.update else ''), say):
+        mask = apply(enc, mask, cfg, calib)
+    diff = mask_difference(mask, mag)
     report = _report(cfg, enc, mask, calib, timings, diff, resumed)
     if out is not None:
         with stage(timings, 'save', say): save_run(out, enc, mask, report, stats, calib)
