@@ -5,7 +5,6 @@
 # %% ../nbs/05_dai.ipynb #5f02b4b7
 from __future__ import annotations
 import importlib, math, warnings
-from dataclasses import dataclass, field
 
 import torch
 from torch import nn, Tensor
@@ -16,8 +15,7 @@ from .masks import kth_largest, make_mask, apply_mask, MaskError
 from .options import METHODS, NORMALIZATIONS, ScoreConfig, method as method_spec  # the registry and the DAI settings
 
 # %% auto #0
-__all__ = ['SCORERS', 'scored_weights', 'term_scale', 'dai_scores', 'activation_norms', 'gaprune_scores', 'scorer', 'importance',
-           'PruneConfig', 'prune']
+__all__ = ['SCORERS', 'scored_weights', 'term_scale', 'dai_scores', 'activation_norms', 'gaprune_scores', 'scorer', 'importance']
 
 # %% ../nbs/05_dai.ipynb #24b4908a
 def scored_weights(model:nn.Module|dict,     # A model, or already a dict {name: weight tensor}
@@ -230,26 +228,3 @@ def importance(method:str,                  # One of `METHODS`
     if m.calib and not m.stats and calib is None:
         raise ValueError(f"Method {method!r} needs `calib`: calibration texts or triplets.")
     return SCORERS[method](w, model=model, stats=stats, calib=calib, seed=seed, config=config)
-
-# %% ../nbs/05_dai.ipynb #d60b592b
-@dataclass
-class PruneConfig:
-    "What to prune and how: method, sparsity and comparison scope (see `make_mask`), DAI settings."
-    method: str = 'gaprune'
-    sparsity: float = 0.5
-    scope: str = 'global'
-    score: ScoreConfig = field(default_factory=ScoreConfig)
-    seed: int = 0
-
-def prune(model:nn.Module,               # The model (an `Encoder` for 'wanda')
-          config:PruneConfig|None=None,  # Method, sparsity, scope, DAI settings, seed
-          stats=None,                    # `GradientStats`, for the methods that need them
-          calib=None,                    # Calibration texts or triplets, for 'wanda'
-          apply:bool=True                # Also zero the pruned weights in place
-         ) -> dict:
-    "Score, select and (if `apply`) zero the pruned weights of `model` in place; returns the mask."
-    cfg = config or PruneConfig()
-    scores = importance(cfg.method, model, stats=stats, calib=calib, seed=cfg.seed, config=cfg.score)
-    mask = make_mask(scores, None if ':' in cfg.scope else cfg.sparsity, cfg.scope)
-    if apply: apply_mask(model, mask)
-    return mask
