@@ -15,7 +15,8 @@ from .masks import kth_largest, make_mask, apply_mask, MaskError
 from .options import METHODS, NORMALIZATIONS, ScoreConfig, method as method_spec  # the registry and the DAI settings
 
 # %% auto #0
-__all__ = ['SCORERS', 'scored_weights', 'term_scale', 'dai_scores', 'activation_norms', 'gaprune_scores', 'scorer', 'importance']
+__all__ = ['SCORERS', 'scored_weights', 'check_stats', 'term_scale', 'dai_scores', 'calib_batches', 'activation_norms',
+           'gaprune_scores', 'scorer', 'importance']
 
 # %% ../nbs/05_dai.ipynb #24b4908a
 def scored_weights(model:nn.Module|dict,     # A model, or already a dict {name: weight tensor}
@@ -26,7 +27,9 @@ def scored_weights(model:nn.Module|dict,     # A model, or already a dict {name:
     if params is None: return {k: lin.weight.detach() for k, lin in mlp_linears(model).items()}
     return {k: model.get_submodule(k).weight.detach() for k in params}
 
-def _check(weights:dict, **stats):
+def check_stats(weights:dict, # {name: weight tensor}
+                **stats       # Statistics to check, by what they are: {name: tensor} each
+               ):
     "Every statistic must cover every weight with the weight's shape."
     for what, d in stats.items():
         missing = [k for k in weights if k not in d]
@@ -75,7 +78,7 @@ def dai_scores(weights:dict,                 # {name: weight tensor} (see `score
     if modulate not in ('all', 'fisher'): raise ValueError(f"modulate must be 'all' or 'fisher', not {modulate!r}")
     if beta and fisher_gen is None: raise ValueError("fisher_gen is needed when beta != 0.")
     if alpha and s_g is None: raise ValueError("s_g is needed when alpha != 0.")
-    _check(weights, fisher_dom=fisher_dom, **({'fisher_gen': fisher_gen} if beta else {}), **({'s_g': s_g} if alpha else {}))
+    check_stats(weights, fisher_dom=fisher_dom, **({'fisher_gen': fisher_gen} if beta else {}), **({'s_g': s_g} if alpha else {}))
     absw = lambda n: weights[n].float().abs()
     sd = term_scale(fisher_dom, fisher_scale)
     sg = term_scale(fisher_gen, fisher_scale) if beta else 1.0
@@ -94,7 +97,9 @@ def dai_scores(weights:dict,                 # {name: weight tensor} (see `score
     return t1
 
 # %% ../nbs/05_dai.ipynb #fa7eb511
-def _calib_batches(calib, batch_size:int):
+def calib_batches(calib,          # A list of texts, or a dataset / dict with query, positive (and negative) columns
+                  batch_size:int   # Texts per batch
+                 ):
     "(kind, texts) batches from a list of texts (documents) or a dataset / dict with query/positive/negative columns."
     if isinstance(calib, (list, tuple)):
         if not calib or not all(isinstance(t, str) for t in calib): raise TypeError("calib must be a non-empty list of texts.")
@@ -130,7 +135,7 @@ def activation_norms(encoder:Encoder,             # The model to calibrate (toke
     handles = [l.register_forward_pre_hook(hook(k)) for k, l in lins.items()]
     try:
         with evaluating(encoder):
-            for kind, texts in tqdm(list(_calib_batches(calib, batch_size)), disable=not show_progress, desc='calibration', unit='batch'):
+            for kind, texts in tqdm(list(calib_batches(calib, batch_size)), disable=not show_progress, desc='calibration', unit='batch'):
                 batch = encoder.tokenize(texts, kind)
                 state['mask'] = batch['attention_mask'].bool()
                 encoder(batch=batch)
@@ -192,7 +197,7 @@ def _magnitude(w, **_): return {k: v.float().abs() for k, v in w.items()}
 def _fisher_times_magnitude(kind):
     def f(w, stats=None, **_):
         fi = stats.fisher_gen if kind == 'gen' else stats.fisher_dom
-        _check(w, **{f'fisher_{kind}': fi})
+        check_stats(w, **{f'fisher_{kind}': fi})
         return {k: fi[k].float() * v.float().abs() for k, v in w.items()}
     return f
 scorer('fisher-gen')(_fisher_times_magnitude('gen')); scorer('fisher-dom')(_fisher_times_magnitude('dom'))

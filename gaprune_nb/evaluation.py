@@ -27,9 +27,9 @@ from .data import (DataError, RetrievalData, catalog, load_classification, load_
 from .store import state_dict_sha256, write_text
 
 # %% auto #0
-__all__ = ['TINY', 'TYPE_ABBR', 'Limit', 'as_limit', 'subsample_retrieval', 'keep_rng', 'files_digest', 'LocalRetrieval',
-           'LocalClassification', 'LocalSTS', 'local_task', 'suite', 'model_meta', 'MtebEncoder', 'Report', 'evaluate',
-           'table', 'delta_pct']
+__all__ = ['TINY', 'TYPE_ABBR', 'Limit', 'as_limit', 'sample_indices', 'round_robin', 'balanced_indices', 'subsample_retrieval',
+           'keep_rng', 'files_digest', 'LocalRetrieval', 'LocalClassification', 'LocalSTS', 'local_task', 'suite',
+           'model_meta', 'MtebEncoder', 'Report', 'evaluate', 'table', 'delta_pct']
 
 # %% ../nbs/09_evaluation.ipynb #42e5f392
 @dataclass(frozen=True)
@@ -60,20 +60,27 @@ def as_limit(limit:Limit|int|None # A `Limit`, queries per retrieval task (`Limi
     raise TypeError(f"limit must be a Limit, a positive int or None, not {limit!r}")
 
 # %% ../nbs/09_evaluation.ipynb #a372aaf7
-def _take(rng, n:int, k:int|None) -> list[int]:
+def sample_indices(rng,            # A `numpy.random.Generator`
+                   n:int,          # Population size
+                   k:int|None      # How many to draw (None or >= n: all)
+                  ) -> list[int]:
     "`k` of `range(n)` in seeded random order (all if `k` is None), sorted."
     return sorted(range(n)) if k is None or k >= n else sorted(int(i) for i in rng.permutation(n)[:k])
 
-def _round_robin(groups:list[list]) -> list:
+def round_robin(groups:list[list] # Lists, each in its own priority order
+               ) -> list:
     "First items of every group, then the second items, and so on."
     return [g[i] for i in range(max(map(len, groups), default=0)) for g in groups if i < len(g)]
 
-def _balanced(rng, labels:list, k:int|None) -> list[int]:
+def balanced_indices(rng,          # A `numpy.random.Generator`
+                     labels:list,  # One label per example
+                     k:int|None    # How many to keep (None or >= len: all)
+                    ) -> list[int]:
     "`k` indices with the labels taken in turn, each label's examples in seeded random order; sorted."
     if k is None or k >= len(labels): return list(range(len(labels)))
     by = {}
     for i in rng.permutation(len(labels)): by.setdefault(labels[i], []).append(int(i))
-    return sorted(_round_robin([by[l] for l in sorted(by)])[:k])
+    return sorted(round_robin([by[l] for l in sorted(by)])[:k])
 
 # %% ../nbs/09_evaluation.ipynb #5317820d
 def subsample_retrieval(rd:RetrievalData, # A retrieval set
@@ -82,7 +89,7 @@ def subsample_retrieval(rd:RetrievalData, # A retrieval set
     "At most `limit.queries` queries and `limit.corpus` documents; the relevant documents of kept queries come first."
     rng = np.random.default_rng(limit.seed)
     qids = rd.queries['_id']
-    keep = [qids[i] for i in _take(rng, len(qids), limit.queries)]
+    keep = [qids[i] for i in sample_indices(rng, len(qids), limit.queries)]
     groups = []
     for q in keep:
         rel = [d for d, s in rd.qrels[q].items() if s > 0]
@@ -90,7 +97,7 @@ def subsample_retrieval(rd:RetrievalData, # A retrieval set
         groups.append(rel)
     ids = rd.corpus['_id']
     budget = len(ids) if limit.corpus is None else limit.corpus
-    chosen = list(dict.fromkeys(_round_robin(groups)))[:max(1, budget // 2) if limit.corpus is not None else None]
+    chosen = list(dict.fromkeys(round_robin(groups)))[:max(1, budget // 2) if limit.corpus is not None else None]
     relevant = {d for g in groups for d in g}   # distractors are not relevant to any kept query
     others = [int(i) for i in rng.permutation(len(ids)) if ids[i] not in relevant][:max(0, budget - len(chosen))]
     pos = {d: i for i, d in enumerate(ids)}
@@ -154,8 +161,8 @@ class LocalClassification(_Local, AbsTaskClassification):
         train, test = cd.train, cd.test
         if self.limit:
             rng = np.random.default_rng(self.limit.seed)
-            test = test.select(_take(rng, len(test), self.limit.test))
-            train = train.select(_balanced(rng, train['label'], self.limit.train))
+            test = test.select(sample_indices(rng, len(test), self.limit.test))
+            train = train.select(balanced_indices(rng, train['label'], self.limit.train))
         self._loaded(DatasetDict(train=train, test=test))
 
     def _calculate_scores(self, y_test, y_pred):
@@ -169,7 +176,7 @@ class LocalSTS(_Local, AbsTaskSTS):
         if self.data_loaded: return
         sd = load_sts(self.source)
         test = sd.test
-        if self.limit: test = test.select(_take(np.random.default_rng(self.limit.seed), len(test), self.limit.test))
+        if self.limit: test = test.select(sample_indices(np.random.default_rng(self.limit.seed), len(test), self.limit.test))
         self.min_score, self.max_score = sd.min_score, sd.max_score
         self._loaded(DatasetDict(test=test))
 
