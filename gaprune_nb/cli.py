@@ -150,10 +150,11 @@ def _add_common(p, model_help='model folder or hub id (default: all-MiniLM-L6-v2
 def _add_prune(p):
     p.add_argument('--domain', default='finance', choices=['finance', 'chemistry'])
     p.add_argument('--method', default='gaprune', choices=METHODS, metavar='METHOD',
-                   help='; '.join(f"{m.name}: {m.summary}" for m in REGISTRY.values()) + " (default: gaprune)")
+                   help='; '.join(f"{m.name}: {m.summary}" + (f" [scope {m.scope}]" if m.scope != 'global' else '')
+                                  for m in REGISTRY.values()) + " (default: gaprune)")
     p.add_argument('--sparsity', type=_checked(_sparsity, 'sparsity'), default=0.5, help='share of MLP weights to prune (default 0.5)')
-    p.add_argument('--scope', type=_checked(_scope, 'scope'), default='global',
-                   help="'global' (default), 'layer', 'matrix', 'row' or 'N:M' such as 2:4 (sets the sparsity)")
+    p.add_argument('--scope', type=_checked(_scope, 'scope'), default=None,
+                   help="'global', 'layer', 'matrix', 'row' or 'N:M' such as 2:4 (sets the sparsity); default: the method's")
     p.add_argument('--n-calib', type=_int_at_least(1), default=256, help='k-means-selected calibration triplets per domain')
     p.add_argument('--pool', type=_int_at_least(0), default=4000, help='triplets per domain embedded for k-means (0: all)')
     p.add_argument('--batch-size', type=_int_at_least(1), default=8, help='triplets per statistics batch (default 8)')

@@ -21,6 +21,7 @@ class Method:
     summary: str
     update: bool = False  # prunes with an OBS weight update of the kept weights (needs calibration, see `sparsegpt`)
     module: str = 'gaprune_nb.dai'  # the module that registers its scorer (imported when the method is first used)
+    scope: str = 'global'           # default mask scope (`RunConfig.scope=None` takes it)
 
 _SAL = 'gaprune_nb.saliency'
 REGISTRY = {m.name: m for m in [

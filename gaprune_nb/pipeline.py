@@ -35,7 +35,7 @@ class RunConfig:
     domain: str = 'finance'     # target domain (calibration triplets and evaluation suite)
     method: str = 'gaprune'     # one of `gaprune_nb.options.METHODS`
     sparsity: float = 0.5       # share of scored (MLP) weights set to zero (implied by an N:M scope)
-    scope: str = 'global'       # mask scope: 'global', 'layer', 'matrix', 'row' or 'N:M'
+    scope: str|None = None      # mask scope: 'global', 'layer', 'matrix', 'row' or 'N:M'; None: the method's default
     n_calib: int = 256          # k-means-selected triplets per domain (general and target)
     pool: int|None = 4000       # triplets per domain embedded for k-means (seeded random subset); None: all
     batch_size: int = 8         # triplets per (paired) statistics batch
@@ -52,7 +52,8 @@ class RunConfig:
     score: ScoreConfig = field(default_factory=ScoreConfig)  # DAI / OBD settings
 
     def __post_init__(self):
-        method(self.method); check_device(self.device)
+        if self.scope is None: self.scope = method(self.method).scope
+        check_device(self.device)
         if isinstance(self.score, dict):  # from JSON: lists back to tuples
             self.score = ScoreConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.score.items()})
         if self.update not in (None, 'obs'): raise ValueError(f"update must be None or 'obs', not {self.update!r}")
