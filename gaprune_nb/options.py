@@ -30,7 +30,8 @@ REGISTRY = {m.name: m for m in [
     Method('fisher-gen', True, True, 'general-domain diagonal Fisher'),
     Method('fisher-dom', True, True, 'target-domain diagonal Fisher'),
     Method('wanda', False, True, "|W| x input activation norm on domain triplets (Wanda)"),
-    Method('gaprune', True, True, "GAPrune's domain-alignment importance (DAI) as this package computes it"),
+    Method('gaprune', False, True, "the default, chosen by measurement in 13_exp_oneshot: |W| x input activation norm "
+           "on domain triplets per output row (Wanda's scope); it beat every gradient-based saliency there", scope='row'),
     Method('gaprune-paper', True, True, "DAI as the paper writes it: [(F_dom - beta F_gen)|θ| + gamma sqrt|θ|](1 + alpha s_g)"),
     Method('gaprune-official', True, True, "DAI with the public GAPrune code's settings"),
     Method('obd', True, True, "loss-increase saliency ½θ²(F_dom + lam F_gen), each Fisher trace-normalised", module=_SAL),
