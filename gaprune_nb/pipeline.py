@@ -254,7 +254,8 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     from gaprune_nb.fixtures import minilm_path
     m, say = method(cfg.method), show_progress
     # every check before anything is loaded
-    root = data_root(cfg.data) if m.calib else None
+    needs_calib = m.calib or cfg.update is not None   # the OBS update's Hessians come from the domain triplets
+    root = data_root(cfg.data) if needs_calib else None
     src = model_source(cfg.model or minilm_path()) if encoder is None else None
     stats_path = stats if isinstance(stats, (str, Path)) else None
     if stats_path is not None:
@@ -270,7 +271,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     with stage(timings, 'load model', say):
         enc = Encoder.from_pretrained(src, **load_kwargs(cfg)) if encoder is None else encoder
         find_layers(enc)  # an unsupported architecture fails here, before any real work
-    if m.calib:
+    if needs_calib:
         with stage(timings, 'calibration sample (k-means)', say):
             calib = calibrate(enc, cfg, show_progress)
     if stats_path is not None:  # loaded above: now check it belongs to this model and these triplets
