@@ -11,9 +11,10 @@ import torch
 from torch import nn
 
 # %% auto #0
-__all__ = ['ARCHS', 'SUBLAYERS', 'ArchSpec', 'UnsupportedArchitecture', 'LayerModules', 'unwrap', 'find_layers', 'mlp_linears',
-           'arch_spec', 'check_embedder', 'SublayerSpec', 'sublayer_parts', 'SkippedAttention', 'SkippedMLP',
-           'SkippedOutput', 'drop_sublayers', 'restore_dropped', 'dropped_sublayers']
+__all__ = ['ARCHS', 'SUBLAYERS', 'SLIM_FILE', 'SLIM_CLASS', 'ArchSpec', 'UnsupportedArchitecture', 'LayerModules', 'unwrap',
+           'find_layers', 'mlp_linears', 'arch_spec', 'check_embedder', 'SublayerSpec', 'sublayer_parts',
+           'SkippedAttention', 'SkippedMLP', 'SkippedOutput', 'drop_sublayers', 'restore_dropped', 'dropped_sublayers',
+           'slim_code']
 
 # %% ../nbs/00b_arch.ipynb #c43c8461
 @dataclass(frozen=True)
@@ -282,3 +283,41 @@ def dropped_sublayers(model:nn.Module # Any supported model
     "The sub-layers `drop_sublayers` removed from `model`, as recorded in its config: {'attn': [...], 'mlp': [...]}."
     d = getattr(unwrap(model)[0].config, 'gaprune_dropped', None) or {}
     return {k: list(d.get(k, [])) for k in ('attn', 'mlp')}
+
+# %% ../nbs/00b_arch.ipynb #69aea4c4
+SLIM_FILE, SLIM_CLASS = 'gaprune_slim.py', 'GapruneSlimModel'
+
+_SLIM_TEMPLATE = '''"""Written by gaprune_nb: a {base} whose MLPs have the per-layer widths in `config.gaprune_widths`."""
+import transformers
+from torch import nn
+
+SPEC = {spec!r}
+
+def _resize(layer, path, n_in, n_out):
+    old = layer.get_submodule(path)
+    layer.set_submodule(path, nn.Linear(n_in, n_out, bias=old.bias is not None,
+                                        device=old.weight.device, dtype=old.weight.dtype))
+
+def set_widths(model, widths):
+    "Give each layer's MLP its width (None: leave it): the rows of up / gate and the columns of down."
+    for layer, w in zip(model.get_submodule(SPEC['layers']), widths):
+        if w is None: continue
+        for role in ('up', 'gate'):
+            if SPEC[role]: _resize(layer, SPEC[role], layer.get_submodule(SPEC[role]).in_features, w)
+        _resize(layer, SPEC['down'], w, layer.get_submodule(SPEC['down']).out_features)
+
+class {cls}(transformers.{base}):
+    def __init__(self, config, *args, **kwargs):
+        super().__init__(config, *args, **kwargs)
+        set_widths(self, config.gaprune_widths)
+'''
+
+def slim_code(model_type:str # A model type of `ARCHS`
+             ) -> str:
+    "The text of `gaprune_slim.py` for a slimmed model of this type (the same bytes every time)."
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+    if model_type not in ARCHS or model_type not in MODEL_MAPPING_NAMES:
+        raise UnsupportedArchitecture(f"Cannot slim model_type={model_type!r}; supported: {sorted(ARCHS)}.")
+    s = ARCHS[model_type]
+    return _SLIM_TEMPLATE.format(base=MODEL_MAPPING_NAMES[model_type], cls=SLIM_CLASS,
+                                 spec=dict(layers=s.layers, up=s.up, gate=s.gate, down=s.down))

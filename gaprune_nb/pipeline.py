@@ -20,7 +20,7 @@ from .sparsegpt import obs_prune
 from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
 from .options import DTYPES, POOLINGS, ScoreConfig, check_device, check_scope, method
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, dataset_sha256
-from .store import atomic_dir, check_output, sha256_json, to_json, write_json, write_text
+from .store import atomic_dir, check_output, sha256_json, state_dict_sha256, to_json, write_json, write_text
 
 # %% auto #0
 __all__ = ['CACHE_MARKER', 'RunConfig', 'calibration_sets', 'calibrate', 'save_calibration', 'load_calibration', 'stage',
@@ -106,11 +106,20 @@ def calibration_sets(encoder:Encoder,          # The model whose query embedding
         out[d] = kmeans_sample(ds, n, encoder, seed=seed, show_progress=show_progress)
     return out
 def calibrate(encoder:Encoder,             # The model the triplets are chosen with (k-means over its embeddings)
-              cfg:RunConfig,               # domain, n_calib, pool, seed, data
-              show_progress:bool=False     # Progress bars while embedding
+              cfg:RunConfig,               # domain, n_calib, pool, seed, balance, data
+              show_progress:bool=False,    # Progress bars while embedding
+              cache:str|Path|None=None     # A folder: the triplets are saved there once and loaded on later calls
              ) -> dict:
     "Stage 1: the calibration triplets of a run: {'general': Dataset, cfg.domain: Dataset}."
-    return calibration_sets(encoder, cfg.domain, cfg.n_calib, cfg.seed, cfg.pool, cfg.data, show_progress, cfg.balance)
+    make = lambda: calibration_sets(encoder, cfg.domain, cfg.n_calib, cfg.seed, cfg.pool, cfg.data, show_progress, cfg.balance)
+    if cache is None: return make()
+    key = sha256_json(dict(weights=state_dict_sha256(encoder), data=str(data_root(cfg.data)),  # what the choice depends on
+                           **{k: getattr(cfg, k) for k in ('domain', 'n_calib', 'pool', 'seed', 'balance')}))[:12]
+    where = Path(cache)/f'calibration-{key}'
+    if not where.exists():
+        _open_work_dir(Path(cache))
+        with atomic_dir(where) as tmp: save_calibration(make(), tmp)
+    return load_calibration(where)   # the same Datasets on the first call and on every later one
 
 def save_calibration(calib:dict, # As returned by `calibrate`
                      path:str|Path # A folder: one `<side>.jsonl` per side is written
@@ -246,7 +255,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
               stats:GradientStats|str|Path|None=None,  # Reuse statistics (object or saved folder, checked against model and data)
               show_progress:bool=True,            # Stage headings, times and progress bars (on stderr)
               overwrite:bool=False,               # Replace a previous run in `out` (only a folder with a gaprune report)
-              cache:str|Path|None=None,           # Statistics checkpoints and finished statistics (default `<out>.partial`)
+              cache:str|Path|None=None,           # Calibration triplets, statistics checkpoints and finished statistics, kept for later runs (default: checkpoints in `<out>.partial`, removed)
               checkpoint_every:int=20,            # Statistics steps between checkpoints
               encoder:Encoder|None=None,          # An already loaded model to prune in place (else `cfg.model` is loaded)
              ) -> tuple[Encoder, dict, dict]:
@@ -264,7 +273,8 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     if checkpoint_every < 1: raise ValueError(f"checkpoint_every must be >= 1, not {checkpoint_every}")
     protect = tuple(Path(p).expanduser() for p in (root, cfg.data, os.environ.get('GAPRUNE_DATA')) if p)  # never written
     out = check_output(out, overwrite, protect) if out is not None else None
-    work = _work_dir(out, cache, protect) if m.stats and stats is None else None
+    cache = _work_dir(None, cache, protect) if cache is not None else None
+    work = (cache or _work_dir(out, None, protect)) if m.stats and stats is None else None
 
     seed_everything(cfg.seed)
     timings, calib, resumed = {}, {}, {}
@@ -273,7 +283,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
         find_layers(enc)  # an unsupported architecture fails here, before any real work
     if needs_calib:
         with stage(timings, 'calibration sample (k-means)', say):
-            calib = calibrate(enc, cfg, show_progress)
+            calib = calibrate(enc, cfg, show_progress, cache)
     if stats_path is not None:  # loaded above: now check it belongs to this model and these triplets
         with token_limit(enc, cfg.max_length):
             check_identity(stats.manifest, enc, calib['general'], calib[cfg.domain], where=stats_path)

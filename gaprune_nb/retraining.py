@@ -19,12 +19,12 @@ from .masks import resolve_mask
 __all__ = ['METHODS', 'LORA_MASKS', 'LORA_ROLES', 'RetrainConfig', 'lora_targets', 'merge_lora', 'retrain', 'evaluate_triplets']
 
 # %% ../nbs/08_retraining.ipynb #06575e57
-METHODS, LORA_MASKS, LORA_ROLES = ('lora', 'full'), ('delta', 'merge'), ('attn', 'mlp')
+METHODS, LORA_MASKS, LORA_ROLES = ('lora', 'full', 'frozen'), ('delta', 'merge'), ('attn', 'mlp')
 
 @dataclass
 class RetrainConfig:
     "How `retrain` fine-tunes: method, optimiser, schedule, loss and LoRA settings."
-    method: str = 'lora'          # 'lora' (peft adapters, merged at the end) or 'full' (every parameter)
+    method: str = 'lora'          # 'lora' (peft adapters, merged at the end), 'full' (every parameter) or 'frozen' (only `extra`)
     lr: float|None = None         # peak learning rate; None: 1e-4 for LoRA, 2e-5 for full fine-tuning
     batch_size: int = 16          # triplets per step (each brings a query, a positive and a hard negative)
     warmup_ratio: float = 0.1     # share of the steps with linear warmup; linear decay to 0 afterwards
@@ -170,7 +170,9 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
             mask:dict|None=None,        # {linear name: BoolTensor, True = keep}; those weights stay exactly zero
             config:RetrainConfig|None=None, # method, optimiser, schedule, LoRA settings
             inplace:bool=False,         # train `encoder` itself instead of a copy
-            history:list|None=None      # receives one dict per step: step, loss, lr, grad_norm
+            history:list|None=None,     # receives one dict per step: step, loss, lr, grad_norm (and penalty)
+            extra:nn.Module|None=None,  # trained along (e.g. `NeuronGates` on `encoder`, inplace): its parameters join the optimiser, its `penalty()` the loss
+            extra_lr:float|None=None    # learning rate of `extra`'s parameters (default: the model's)
            ) -> Encoder:
     "InfoNCE fine-tuning (in-batch + hard negatives) for `steps` steps, with LoRA or full fine-tuning, keeping `mask`."
     from transformers import get_linear_schedule_with_warmup
@@ -178,6 +180,8 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
     if steps < 1: raise ValueError(f"steps must be >= 1, not {steps}")
     q, p, n = _columns(triplets)
     if not q: raise ValueError("triplets is empty")
+    if cfg.method == 'frozen' and extra is None: raise ValueError("method 'frozen' trains only `extra`: pass one (e.g. NeuronGates)")
+    if extra is not None and not inplace: raise ValueError("`extra` acts on the encoder it was made for: use inplace=True")
     enc = encoder if inplace else copy.deepcopy(encoder)
     pairs = _resolve_mask(enc, mask)
     _apply_mask(pairs)                      # pruned weights start at exactly zero
@@ -187,9 +191,11 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
     pm, was_training = None, enc.training
     try:
         if cfg.method == 'lora': pm = _add_lora(enc, cfg, pairs)
-        else: enc.requires_grad_(True)
+        else: enc.requires_grad_(cfg.method == 'full')
         params = [p_ for p_ in enc.parameters() if p_.requires_grad]
-        opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        more = [] if extra is None else list(extra.parameters())
+        groups = [g for g in (dict(params=params), dict(params=more, lr=extra_lr or cfg.lr, weight_decay=0.)) if g['params']]
+        opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
         sched = get_linear_schedule_with_warmup(opt, math.ceil(cfg.warmup_ratio*steps), steps)
         enc.train()
         bar = tqdm(batches, desc=f'retrain ({cfg.method})', disable=not cfg.progress, unit='step')
@@ -197,17 +203,19 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
             qe = enc([q[i] for i in idx], 'query')
             de = enc([p[i] for i in idx] + [n[i] for i in idx], 'document')
             loss = info_nce(qe, de[:len(idx)], de[len(idx):], cfg.temperature, in_batch=cfg.in_batch)
+            pen = extra.penalty() if extra is not None else None
             opt.zero_grad(set_to_none=True)
-            loss.backward()
+            (loss if pen is None else loss + pen).backward()
             if pm is None:
                 for lin, mk in pairs:
                     if lin.weight.grad is not None: lin.weight.grad.masked_fill_(~mk, 0)
-            gn = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm or float('inf'))  # inf: measure only
+            gn = torch.nn.utils.clip_grad_norm_(params + more, cfg.max_grad_norm or float('inf'))  # inf: measure only
             lr = sched.get_last_lr()[0]
             opt.step(); sched.step()
             if pm is None: _apply_mask(pairs)
             bar.set_postfix(loss=f'{loss.item():.4f}')
-            if history is not None: history.append(dict(step=step, loss=loss.item(), lr=lr, grad_norm=float(gn)))
+            if history is not None: history.append(dict(step=step, loss=loss.item(), lr=lr, grad_norm=float(gn),
+                                                        **({} if pen is None else dict(penalty=pen.item()))))
     except BaseException:
         if pm is not None and inplace: enc.model = pm.unload()   # drop the adapters: the weights are untouched
         raise
