@@ -284,7 +284,7 @@ def dropped_sublayers(model:nn.Module # Any supported model
     d = getattr(unwrap(model)[0].config, 'gaprune_dropped', None) or {}
     return {k: list(d.get(k, [])) for k in ('attn', 'mlp')}
 
-# %% ../nbs/00b_arch.ipynb #69aea4c4
+# %% ../nbs/00b_arch.ipynb #53db08c8
 SLIM_FILE, SLIM_CLASS = 'gaprune_slim.py', 'GapruneSlimModel'
 
 _SLIM_TEMPLATE = '''"""Written by gaprune_nb: a {base} whose MLPs have the per-layer widths in `config.gaprune_widths`."""

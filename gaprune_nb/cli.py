@@ -8,7 +8,7 @@ import argparse, sys, time
 from pathlib import Path
 
 from dataclasses import fields
-from .options import DTYPES, METHODS, POOLINGS, REGISTRY, ScoreConfig, check_device, check_scope  # light: no torch, so --help and bad arguments answer at once
+from .options import DTYPES, METHODS, POOLINGS, REGISTRY, ScoreConfig, SlimConfig, check_device, check_scope  # light: no torch, so --help and bad arguments answer at once
 
 # %% auto #0
 __all__ = ['demo', 'evaluate_model', 'run', 'build_parser', 'main']
@@ -182,17 +182,21 @@ def _pair(s):
     except ValueError: raise ValueError(f"--clamp takes LOW,HIGH such as 0.8,1.2 (or none), not {s!r}") from None
     return (lo, hi)
 
-def _add_score(p):
-    "One flag per `ScoreConfig` field, its help from the field's comment (a new field is a new flag, documented)."
+def _add_fields(g, cls, special:dict|None=None):
+    "One flag per field of the dataclass `cls`, its help from the field's comment (a new field is a new flag, documented)."
     from fastcore.docments import docments  # light: no torch
-    docs = docments(ScoreConfig)
-    g = p.add_argument_group('scoring of the DAI and OBD methods (gaprune_nb.options.ScoreConfig; "none" unsets)')
-    for f in fields(ScoreConfig):
+    docs, special = docments(cls), special or {}
+    for f in fields(cls):
         d, flag, h = f.default, '--' + f.name.replace('_', '-'), f"{docs.get(f.name) or ''} (default {f.default})"
-        if isinstance(d, bool): g.add_argument(flag, action=argparse.BooleanOptionalAction, default=d, help=docs.get(f.name))
-        elif isinstance(d, (int, float)): g.add_argument(flag, type=float, default=d, help=h)
-        elif f.name == 'clamp': g.add_argument(flag, type=_checked(_none_or(_pair), 'LOW,HIGH'), default=d, help=h)
-        else: g.add_argument(flag, type=_none_or(str), default=d, help=h)
+        if f.name in special: g.add_argument(flag, type=special[f.name], default=d, help=h)
+        elif isinstance(d, bool): g.add_argument(flag, action=argparse.BooleanOptionalAction, default=d, help=docs.get(f.name))
+        elif isinstance(d, (int, float)): g.add_argument(flag, type=int if f.type == 'int' else float, default=d, help=h)
+        else: g.add_argument(flag, type=_none_or(str) if 'None' in str(f.type) else str, default=d, help=h)
+
+def _add_score(p):
+    "One flag per `ScoreConfig` field."
+    g = p.add_argument_group('scoring of the DAI and OBD methods (gaprune_nb.options.ScoreConfig; "none" unsets)')
+    _add_fields(g, ScoreConfig, {'clamp': _checked(_none_or(_pair), 'LOW,HIGH')})
 
 def build_parser() -> argparse.ArgumentParser:
     "The `gaprune` argument parser (subcommands)."
@@ -211,6 +215,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument('--suite', default='finance', choices=['finance', 'chemistry', 'general'])
     e.add_argument('--limit', type=_checked(_limit, 'limit'), default=None, help="subsample: 'tiny' or N queries per task (default: full)")
     e.add_argument('--json', default=None, help='also write the report as JSON here')
+    s = sub.add_parser('slim', help='EffiR coarse-to-fine: drop MLP sub-layers, self-slim the rest, fine-tune; a smaller, faster model')
+    _add_fields(s.add_argument_group('settings (gaprune_nb.options.SlimConfig; "none" unsets)'), SlimConfig)
+    s.add_argument('--out', required=True, help='output folder: must be new or empty (written atomically)')
+    s.add_argument('--overwrite', action='store_true', help='replace a previous gaprune slim run in --out (never other folders)')
     d = sub.add_parser('demo', help='embed domain triplets with a model and print its MLP report'); _add_common(d)
     d.add_argument('--domain', default='finance', choices=['general', 'finance', 'chemistry'])
     d.add_argument('-n', type=_int_at_least(1), default=64, help='number of triplets')
@@ -232,7 +240,7 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
     "Entry point of the `gaprune` console script: every error prints one clear line (`--debug` for the traceback)."
     args = build_parser().parse_args(argv)
     run_kw = lambda: dict(overwrite=args.overwrite, cache=args.cache, checkpoint_every=args.checkpoint_every)
-    load = dict(pooling=args.pooling, dtype=args.dtype, device=args.device)
+    load = dict(pooling=args.pooling, dtype=getattr(args, 'dtype', None), device=getattr(args, 'device', None))
     try:
         if args.cmd == 'demo': demo(args.model, args.domain, args.n, args.data, **load)
         elif args.cmd == 'prune':
@@ -245,6 +253,13 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
             rep = evaluate_model(args.model or _default_model(), args.suite, args.limit, args.data, out=args.json, **load)
             print(table([rep]).round(2).T.to_string())
         elif args.cmd == 'run': run(_config(args), args.out, args.limit, args.general, **run_kw())
+        elif args.cmd == 'slim':
+            from gaprune_nb.slim_pipeline import slim_run
+            _, rep = slim_run(SlimConfig(**{f.name: getattr(args, f.name) for f in fields(SlimConfig)}), out=args.out,
+                              overwrite=args.overwrite)
+            print(f"parameters kept: {rep['params_kept']:.1%} (MLP {rep['mlp_params_kept']:.1%}); dropped MLPs: "
+                  f"{rep['dropped']['mlp'] or 'none'}; MLP widths: {rep['widths']}")
+            print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in rep['seconds'].items())); print(f"saved: {args.out}")
     except KeyboardInterrupt:
         if args.debug: raise
         sys.exit(f"gaprune {args.cmd}: interrupted; rerun the same command to resume (nothing in --out was changed).")

@@ -11,8 +11,10 @@ from pathlib import Path
 import pandas as pd
 from datasets import Dataset, concatenate_datasets
 
+from .options import DOMAINS  # ("general", "finance", "chemistry"): the command line reads it too
+
 # %% auto #0
-__all__ = ['DOMAINS', 'KINDS', 'ALIASES', 'TRIPLET', 'STS', 'DataError', 'data_root', 'read_jsonl', 'resolve', 'load_triplets',
+__all__ = ['KINDS', 'ALIASES', 'TRIPLET', 'STS', 'DataError', 'data_root', 'read_jsonl', 'resolve', 'load_triplets',
            'domain_triplets', 'RetrievalData', 'read_qrels', 'load_retrieval', 'ClassificationData', 'read_json',
            'load_classification', 'STSData', 'load_sts', 'count_lines', 'catalog']
 
@@ -20,7 +22,6 @@ __all__ = ['DOMAINS', 'KINDS', 'ALIASES', 'TRIPLET', 'STS', 'DataError', 'data_r
 class DataError(ValueError):
     "Bad or missing data: the message names the file and what is wrong with it."
 
-DOMAINS = ("general", "finance", "chemistry")          # the domains of the benchmark data, in display order
 KINDS = ("triplets", "retrieval", "classification", "sts")  # the kinds of data, one folder each under the root
 
 # %% ../nbs/01_data.ipynb #a2f7c911

@@ -4,12 +4,13 @@
 
 # %% ../nbs/00a_options.ipynb #78696ccc
 from __future__ import annotations
-import re
+import json, re
 from dataclasses import dataclass
+from pathlib import Path
 
 # %% auto #0
-__all__ = ['REGISTRY', 'METHODS', 'SCOPES', 'POOLINGS', 'DTYPES', 'NORMALIZATIONS', 'ALIGNMENTS', 'Method', 'method',
-           'check_scope', 'check_device', 'ScoreConfig']
+__all__ = ['REGISTRY', 'METHODS', 'SCOPES', 'POOLINGS', 'DTYPES', 'NORMALIZATIONS', 'ALIGNMENTS', 'DOMAINS', 'Method', 'method',
+           'check_scope', 'check_device', 'ScoreConfig', 'SlimConfig']
 
 # %% ../nbs/00a_options.ipynb #7643a09f
 @dataclass(frozen=True)
@@ -119,3 +120,52 @@ class ScoreConfig:
     def dai_kwargs(self) -> dict:
         "The arguments of `dai_scores`."
         return {k: getattr(self, k) for k in ('alpha', 'beta', 'gamma', 'normalize', 'fisher_scale', 'modulate', 'clamp', 'softplus', 'eps')}
+
+# %% ../nbs/00a_options.ipynb #aa4b2422
+DOMAINS = ("general", "finance", "chemistry")          # the domains of the benchmark data, in display order
+
+@dataclass
+class SlimConfig:
+    "Everything that defines a coarse-to-fine slimming run (checked when it is made, before anything is loaded)."
+    model: str|None = None        # model folder or hub id; None: the all-MiniLM-L6-v2 fixture
+    domain: str = 'finance'       # target domain: calibration texts, gate and fine-tuning triplets
+    drop_mlp: int = 0             # coarse step: MLP sub-layers dropped, least EffiR importance first
+    keep: float = 0.6             # fine step: share of the remaining MLP neurons kept (one global ranking)
+    scorer: str = 'gates'         # neuron importance: 'gates' (trained, EffiR) or a weight-level method summed per neuron
+    gate_steps: int = 200         # gate training steps
+    lam: float = 1e-3             # weight of the L0 surrogate per gate
+    gate_lr: float = 1e-2         # learning rate of the gates
+    gate_weights: str = 'frozen'  # the model's weights while the gates train: 'frozen', 'full' or 'lora'
+    finetune: str = 'full'        # retrieval fine-tuning after slimming: 'full', 'lora' or 'none'
+    finetune_steps: int = 100     # fine-tuning steps
+    batch_size: int = 16          # triplets per training step
+    n_calib: int = 256            # texts for EffiR importance; calibration triplets per side for weight-level scorers
+    train_max_length: int = 128   # token limit while training (evaluation uses the model's own)
+    seed: int = 0                 # sampling, batch order, initialisation
+    data: str|None = None         # data folder; None: $GAPRUNE_DATA
+    pooling: str|None = None      # None: the model folder's (sentence-transformers) pooling, else 'mean'
+
+    def __post_init__(self):
+        if self.domain not in DOMAINS or self.domain == 'general':
+            raise ValueError(f"domain must be one of {[d for d in DOMAINS if d != 'general']}, not {self.domain!r}")
+        if not 0 < self.keep <= 1: raise ValueError(f"keep must be in (0, 1] (the share of MLP neurons kept), not {self.keep}")
+        if self.scorer != 'gates' and self.scorer not in METHODS:
+            raise ValueError(f"scorer must be 'gates' or one of {METHODS}, not {self.scorer!r}")
+        if self.scorer != 'gates' and method(self.scorer).update:
+            raise ValueError(f"scorer {self.scorer!r} updates weights instead of scoring them; choose a scoring method")
+        if self.gate_weights not in ('frozen', 'full', 'lora'): raise ValueError(f"gate_weights must be 'frozen', 'full' or 'lora', not {self.gate_weights!r}")
+        if self.finetune not in ('full', 'lora', 'none'): raise ValueError(f"finetune must be 'full', 'lora' or 'none', not {self.finetune!r}")
+        if self.pooling not in (None,) + POOLINGS: raise ValueError(f"pooling must be one of {POOLINGS}, not {self.pooling!r}")
+        for k in ('drop_mlp', 'gate_steps', 'finetune_steps'):
+            if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 0): raise ValueError(f"{k} must be an integer >= 0, not {getattr(self, k)!r}")
+        for k in ('batch_size', 'n_calib', 'train_max_length'):
+            if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 1): raise ValueError(f"{k} must be a positive integer, not {getattr(self, k)!r}")
+        if self.scorer == 'gates' and self.keep < 1 and self.gate_steps < 1: raise ValueError("scorer 'gates' needs gate_steps >= 1")
+
+    @classmethod
+    def from_run(cls, path:str|Path # A folder written by `slim_run`
+                ) -> SlimConfig:
+        "The settings a slimmed folder was made with (from its `slim_report.json`)."
+        f = Path(path)/'slim_report.json'
+        if not f.is_file(): raise FileNotFoundError(f"{path} is not a gaprune slim folder (no slim_report.json).")
+        return cls(**json.loads(f.read_text())['config'])
