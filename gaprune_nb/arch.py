@@ -11,10 +11,10 @@ import torch
 from torch import nn
 
 # %% auto #0
-__all__ = ['ARCHS', 'SUBLAYERS', 'SLIM_FILE', 'SLIM_CLASS', 'ArchSpec', 'UnsupportedArchitecture', 'LayerModules', 'unwrap',
-           'find_layers', 'mlp_linears', 'arch_spec', 'check_embedder', 'SublayerSpec', 'sublayer_parts',
+__all__ = ['ARCHS', 'SUBLAYERS', 'SLIM_FILE', 'SLIM_CLASS', 'AUTO_MAP', 'ArchSpec', 'UnsupportedArchitecture', 'LayerModules',
+           'unwrap', 'find_layers', 'mlp_linears', 'arch_spec', 'check_embedder', 'SublayerSpec', 'sublayer_parts',
            'SkippedAttention', 'SkippedMLP', 'SkippedOutput', 'drop_sublayers', 'restore_dropped', 'dropped_sublayers',
-           'slim_code']
+           'slim_code', 'mark_slim']
 
 # %% ../nbs/00b_arch.ipynb #c43c8461
 @dataclass(frozen=True)
@@ -262,6 +262,7 @@ def drop_sublayers(model:nn.Module,           # An AutoModel, a wrapper of one (
         d = {k: sorted(set(prev.get(k, [])) | set(v)) for k, v in (('attn', attn), ('mlp', mlp))}
         if spec.post_ln: d['post_ln_skip'] = post_ln_skip
         cfg.gaprune_dropped = d
+        mark_slim(model)  # a saved folder carries the modelling file that re-applies the drops
     if blocks: _remove_blocks(base, spec, [i for i in range(n) if i not in blocks])
     return model
 
@@ -284,15 +285,22 @@ def dropped_sublayers(model:nn.Module # Any supported model
     d = getattr(unwrap(model)[0].config, 'gaprune_dropped', None) or {}
     return {k: list(d.get(k, [])) for k in ('attn', 'mlp')}
 
-# %% ../nbs/00b_arch.ipynb #53db08c8
+# %% ../nbs/00b_arch.ipynb #d46d3dc4
 SLIM_FILE, SLIM_CLASS = 'gaprune_slim.py', 'GapruneSlimModel'
+AUTO_MAP = {'AutoModel': f'{SLIM_FILE[:-3]}.{SLIM_CLASS}'}
 
-_SLIM_TEMPLATE = '''"""Written by gaprune_nb: a {base} whose MLPs have the per-layer widths in `config.gaprune_widths`."""
-import transformers
+_SLIM_HEAD = '''"""Written by gaprune_nb: a {base} with the sub-layer drops (`config.gaprune_dropped`) and the MLP widths
+(`config.gaprune_widths`) of its folder. Load it with `trust_remote_code=True`."""
+from __future__ import annotations
+from types import SimpleNamespace
+import torch, transformers
 from torch import nn
 
-SPEC = {spec!r}
+SPEC = SimpleNamespace(**{spec!r})
+SUB = SimpleNamespace(**{sub!r})
+'''
 
+_SLIM_TAIL = '''
 def _resize(layer, path, n_in, n_out):
     old = layer.get_submodule(path)
     layer.set_submodule(path, nn.Linear(n_in, n_out, bias=old.bias is not None,
@@ -300,24 +308,38 @@ def _resize(layer, path, n_in, n_out):
 
 def set_widths(model, widths):
     "Give each layer's MLP its width (None: leave it): the rows of up / gate and the columns of down."
-    for layer, w in zip(model.get_submodule(SPEC['layers']), widths):
+    for layer, w in zip(model.get_submodule(SPEC.layers), widths):
         if w is None: continue
-        for role in ('up', 'gate'):
-            if SPEC[role]: _resize(layer, SPEC[role], layer.get_submodule(SPEC[role]).in_features, w)
-        _resize(layer, SPEC['down'], w, layer.get_submodule(SPEC['down']).out_features)
+        for path in (SPEC.up, SPEC.gate):
+            if path: _resize(layer, path, layer.get_submodule(path).in_features, w)
+        _resize(layer, SPEC.down, w, layer.get_submodule(SPEC.down).out_features)
 
 class {cls}(transformers.{base}):
     def __init__(self, config, *args, **kwargs):
         super().__init__(config, *args, **kwargs)
-        set_widths(self, config.gaprune_widths)
+        d, layers = getattr(config, 'gaprune_dropped', None) or {{}}, self.get_submodule(SPEC.layers)
+        for name in ('attn', 'mlp'):
+            for i in d.get(name, []): _drop_branch(layers[i], SPEC, SUB, name, d.get('post_ln_skip', 'identity'))
+        set_widths(self, getattr(config, 'gaprune_widths', None) or [])
 '''
 
 def slim_code(model_type:str # A model type of `ARCHS`
              ) -> str:
-    "The text of `gaprune_slim.py` for a slimmed model of this type (the same bytes every time)."
+    "The text of `gaprune_slim.py` for a model of this type (the same bytes for the same package version)."
+    import importlib, inspect
+    from dataclasses import asdict
     from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
-    if model_type not in ARCHS or model_type not in MODEL_MAPPING_NAMES:
-        raise UnsupportedArchitecture(f"Cannot slim model_type={model_type!r}; supported: {sorted(ARCHS)}.")
-    s = ARCHS[model_type]
-    return _SLIM_TEMPLATE.format(base=MODEL_MAPPING_NAMES[model_type], cls=SLIM_CLASS,
-                                 spec=dict(layers=s.layers, up=s.up, gate=s.gate, down=s.down))
+    if model_type not in SUBLAYERS or model_type not in MODEL_MAPPING_NAMES:
+        raise UnsupportedArchitecture(f"Cannot write a modelling file for model_type={model_type!r}; supported: {sorted(SUBLAYERS)}.")
+    base = MODEL_MAPPING_NAMES[model_type]
+    mod = importlib.import_module('gaprune_nb.arch')  # the installed source (also when this runs in the notebook)
+    parts = [inspect.getsource(getattr(mod, n)) for n in ('SkippedAttention', 'SkippedMLP', 'SkippedOutput', '_attach', '_rel', '_drop_branch')]
+    return (_SLIM_HEAD.format(base=base, spec=asdict(ARCHS[model_type]), sub=asdict(SUBLAYERS[model_type]))
+            + '\n' + '\n'.join(parts) + _SLIM_TAIL.format(cls=SLIM_CLASS, base=base))
+
+def mark_slim(model:nn.Module # A supported model or a wrapper of one, after drops or neuron removal
+             ) -> nn.Module:
+    "Name the modelling file in the model's config (`auto_map`), so that a saved folder loads with its new structure."
+    cfg = unwrap(model)[0].config
+    cfg.auto_map = {**(getattr(cfg, 'auto_map', None) or {}), **AUTO_MAP}
+    return model

@@ -15,8 +15,8 @@ from fastcore.basics import patch
 from tqdm.auto import tqdm
 from transformers import AutoModel, AutoTokenizer
 
-from .arch import (ARCHS, SLIM_FILE, UnsupportedArchitecture, check_embedder, find_layers, mlp_linears,
-                             restore_dropped, slim_code)
+from .arch import (ARCHS, AUTO_MAP, SLIM_CLASS, SLIM_FILE, UnsupportedArchitecture, check_embedder, find_layers,
+                             mlp_linears, restore_dropped, slim_code)
 from .store import atomic_dir, canonicalize_file, fsync_tree, replace_dir
 
 # %% auto #0
@@ -198,16 +198,17 @@ def from_pretrained(cls:Encoder, name_or_path:str|Path, # A local folder or a Hu
                  max_length=max_length, normalize=normalize, add_eos=add_eos)
     kw = {**saved, **{k: v for k, v in given.items() if v is not None}}
     if isinstance(dtype, str): dtype = getattr(torch, dtype)
-    if isinstance(p, Path) and _read_json(p/'config.json').get('gaprune_widths'):  # slimmed: our modelling file
-        mt = _read_json(p/'config.json').get('model_type')
-        if not (p/SLIM_FILE).is_file() or (p/SLIM_FILE).read_text() != slim_code(mt):
-            raise ModelLoadError(f"model {name_or_path}: its config has MLP widths (gaprune_widths) but {SLIM_FILE} is missing "
-                                 f"or not the file gaprune_nb writes; load it with AutoModel(..., trust_remote_code=True) if you trust it.")
-        model_kwargs.setdefault('trust_remote_code', True)
+    cj = _read_json(p/'config.json') if isinstance(p, Path) else {}
+    if (cj.get('auto_map') or {}).get('AutoModel') == AUTO_MAP['AutoModel'] and 'trust_remote_code' not in model_kwargs:
+        f = p/SLIM_FILE  # dropped sub-layers / slimmed MLPs: run the modelling file only if it is exactly ours
+        if not f.is_file() or f.read_text() != slim_code(cj.get('model_type')):
+            raise ModelLoadError(f"model {name_or_path}: {SLIM_FILE} is missing or not the file this gaprune_nb version writes; "
+                                 f"pass trust_remote_code=True if you trust it.")
+        model_kwargs['trust_remote_code'] = True
     try: model = AutoModel.from_pretrained(str(p), dtype=dtype or torch.float32, **model_kwargs).eval()
     except (OSError, ValueError, KeyError) as e:
         raise ModelLoadError(f"model {name_or_path}: transformers cannot load it ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
-    restore_dropped(model)  # re-applies sub-layers dropped by `drop_sublayers`
+    if type(model).__name__ != SLIM_CLASS: restore_dropped(model)  # older folders: re-apply sub-layer drops
     tok = AutoTokenizer.from_pretrained(str(p))
     if padding_side: tok.padding_side = padding_side
     kw.setdefault('max_length', min(getattr(tok, 'model_max_length', 512) or 512, 512))
@@ -287,8 +288,8 @@ def write_model_files(enc:Encoder, # The model to save
     "Model, tokenizer and sentence-transformers files into the existing folder `path`, with deterministic bytes."
     enc.model.save_pretrained(path, **kwargs); enc.tokenizer.save_pretrained(path)
     _write_st_files(enc, path)
-    if getattr(enc.model.config, 'gaprune_widths', None):  # MLPs of per-layer widths: the file that rebuilds them
-        (path/SLIM_FILE).write_text(slim_code(enc.model.config.model_type))
+    if (getattr(enc.model.config, 'auto_map', None) or {}).get('AutoModel') == AUTO_MAP['AutoModel']:  # `mark_slim`
+        (path/SLIM_FILE).write_text(slim_code(enc.model.config.model_type))  # the file that rebuilds drops and widths
     for f in path.rglob('*.safetensors'): canonicalize_file(f)  # the libraries' headers vary from run to run
 
 @patch
