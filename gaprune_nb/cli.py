@@ -219,6 +219,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fields(s.add_argument_group('settings (gaprune_nb.options.SlimConfig; "none" unsets)'), SlimConfig)
     s.add_argument('--out', required=True, help='output folder: must be new or empty (written atomically)')
     s.add_argument('--overwrite', action='store_true', help='replace a previous gaprune slim run in --out (never other folders)')
+    g = sub.add_parser('analyze', help='geometry of saved runs against their dense model (table with intervals, figures)')
+    g.add_argument('runs', nargs='+', metavar='RUN_DIR', help='folders written by gaprune prune / run / slim (one dense model and domain)')
+    g.add_argument('--out', required=True, help='folder for geometry.csv, geometry.md, spectra.png, projection.png')
+    g.add_argument('-n', type=_int_at_least(10), default=1000, help='held-out domain triplets (default 1000)')
+    g.add_argument('--n-boot', type=_int_at_least(10), default=200, help='bootstrap resamples for the intervals (default 200)')
+    g.add_argument('--data', default=None, help='data folder (default: $GAPRUNE_DATA)')
     d = sub.add_parser('demo', help='embed domain triplets with a model and print its MLP report'); _add_common(d)
     d.add_argument('--domain', default='finance', choices=['general', 'finance', 'chemistry'])
     d.add_argument('-n', type=_int_at_least(1), default=64, help='number of triplets')
@@ -240,7 +246,7 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
     "Entry point of the `gaprune` console script: every error prints one clear line (`--debug` for the traceback)."
     args = build_parser().parse_args(argv)
     run_kw = lambda: dict(overwrite=args.overwrite, cache=args.cache, checkpoint_every=args.checkpoint_every)
-    load = dict(pooling=args.pooling, dtype=getattr(args, 'dtype', None), device=getattr(args, 'device', None))
+    load = dict(pooling=getattr(args, 'pooling', None), dtype=getattr(args, 'dtype', None), device=getattr(args, 'device', None))
     try:
         if args.cmd == 'demo': demo(args.model, args.domain, args.n, args.data, **load)
         elif args.cmd == 'prune':
@@ -253,6 +259,10 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
             rep = evaluate_model(args.model or _default_model(), args.suite, args.limit, args.data, out=args.json, **load)
             print(table([rep]).round(2).T.to_string())
         elif args.cmd == 'run': run(_config(args), args.out, args.limit, args.general, **run_kw())
+        elif args.cmd == 'analyze':
+            from gaprune_nb.geometry import analyze
+            analyze(args.runs, args.out, args.n, args.n_boot, args.data)
+            print(Path(args.out, 'geometry.md').read_text(), end=''); print(f"saved: {args.out}")
         elif args.cmd == 'slim':
             from gaprune_nb.slim_pipeline import slim_run
             _, rep = slim_run(SlimConfig(**{f.name: getattr(args, f.name) for f in fields(SlimConfig)}), out=args.out,
