@@ -4,7 +4,7 @@
 
 # %% ../nbs/12_cli.ipynb #06eb0c17
 from __future__ import annotations
-import argparse, sys, time
+import argparse, os, sys, time
 from pathlib import Path
 
 from dataclasses import fields
@@ -94,6 +94,7 @@ def run(cfg,                        # A `RunConfig`
     limit = _as_limit(limit); data_root(cfg.data)  # checked before the pruning starts
     pruned, mask, report = prune_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite, cache=cache,
                                      checkpoint_every=checkpoint_every)
+    if _rank() > 0: return report  # under torchrun / accelerate the first process evaluates and reports
     dense = Encoder.from_pretrained(cfg.model or minilm_path(), **load_kwargs(cfg))
     rows, ev = {}, {}
     for s in [cfg.domain] + (['general'] if general else []):
@@ -231,6 +232,16 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 # %% ../nbs/12_cli.ipynb #ec0e3511
+def _rank() -> int: return int(os.environ.get('RANK', '0'))
+
+def _init_distributed(device:str|None):
+    "Join the process group `torchrun` / `accelerate launch` describe in the environment (gloo on CPU, nccl on CUDA)."
+    if int(os.environ.get('WORLD_SIZE', '1')) <= 1: return device
+    import torch.distributed as dist
+    cuda = str(device or '').startswith('cuda')
+    if not dist.is_initialized(): dist.init_process_group('nccl' if cuda else 'gloo')
+    return f"cuda:{os.environ.get('LOCAL_RANK', '0')}" if device == 'cuda' else device
+
 def _config(a):
     from gaprune_nb.pipeline import RunConfig
     return RunConfig(model=a.model, domain=a.domain, method=a.method, sparsity=a.sparsity, scope=a.scope,
@@ -251,14 +262,18 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
         if args.cmd == 'demo': demo(args.model, args.domain, args.n, args.data, **load)
         elif args.cmd == 'prune':
             from gaprune_nb.pipeline import prune_run, report_markdown
+            args.device = _init_distributed(args.device)
             _, _, rep = prune_run(_config(args), out=args.out, stats=args.stats, **run_kw())
+            if _rank() > 0: return
             print(report_markdown(rep), end='')
             print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in rep['seconds'].items())); print(f"saved: {args.out}")
         elif args.cmd == 'eval':
             from gaprune_nb.evaluation import table
             rep = evaluate_model(args.model or _default_model(), args.suite, args.limit, args.data, out=args.json, **load)
             print(table([rep]).round(2).T.to_string())
-        elif args.cmd == 'run': run(_config(args), args.out, args.limit, args.general, **run_kw())
+        elif args.cmd == 'run':
+            args.device = _init_distributed(args.device)
+            run(_config(args), args.out, args.limit, args.general, **run_kw())
         elif args.cmd == 'analyze':
             from gaprune_nb.geometry import analyze
             analyze(args.runs, args.out, args.n, args.n_boot, args.data)

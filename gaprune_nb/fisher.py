@@ -20,7 +20,8 @@ from .stats_io import (StatsCorrupt, StatsMismatch, check_identity, dataset_iden
                                  model_identity, read_dir, read_manifest, write_atomic)
 
 # %% auto #0
-__all__ = ['STAT_FIELDS', 'MODES', 'triplet_grads', 'GradientStats', 'scored_linears', 'gradient_statistics', 'checkpoint_step']
+__all__ = ['STAT_FIELDS', 'MODES', 'triplet_grads', 'GradientStats', 'scored_linears', 'rank_world', 'barrier',
+           'gradient_statistics', 'checkpoint_step']
 
 # %% ../nbs/03_fisher.ipynb #9042c90a
 class _Taps:
@@ -171,6 +172,16 @@ def scored_linears(encoder:nn.Module,            # The model (names are qualifie
 MODES = ('per_sample', 'batch_squared')
 _ACC = ('sumsq_gen', 'sumsq_dom', 'sum_gen', 'sum_dom', 'cross', 'sq_gen', 'sq_dom')
 
+def rank_world() -> tuple[int, int]:
+    "(rank, world size) of the torch.distributed process group (`torchrun`, `accelerate launch`), or (0, 1) without one."
+    import torch.distributed as dist
+    return (dist.get_rank(), dist.get_world_size()) if dist.is_available() and dist.is_initialized() else (0, 1)
+
+def barrier():
+    "Wait for every process of the group (a no-op in a single process)."
+    import torch.distributed as dist
+    if rank_world()[1] > 1: dist.barrier()
+
 def _check_triplets(ds, what):
     cols = getattr(ds, 'column_names', None)
     if cols is None: raise TypeError(f"{what}: expected a datasets.Dataset of triplets, got {type(ds).__name__}.")
@@ -221,7 +232,10 @@ def gradient_statistics(
                                chunk=chunk, accum_dtype=str(accum_dtype).replace('torch.', '')))
     dev = encoder.device
     acc = {a: {k: torch.zeros(m.weight.shape, dtype=accum_dtype, device=dev) for k, m in linears.items()} for a in _ACC}
+    rank, world = rank_world()  # data-parallel: process r takes the steps r, r + world, ...; sums all-reduced at the end
+    if checkpoint_dir and world > 1: checkpoint_dir = Path(checkpoint_dir)/f'rank{rank}-of-{world}'
     start = _resume(checkpoint_dir, ident, acc) if checkpoint_dir else 0
+    mine = [s for s in range(start, n_steps) if s % world == rank]
 
     flags = {p: p.requires_grad for p in encoder.parameters()}
     modes = {m: m.training for m in encoder.modules()}
@@ -229,8 +243,8 @@ def gradient_statistics(
         encoder.eval()
         for p in encoder.parameters(): p.requires_grad_(False)
         for m in linears.values(): m.weight.requires_grad_(True)
-        for step in tqdm(range(start, n_steps), initial=start, total=n_steps, disable=not show_progress,
-                         desc='gradient statistics', unit='pair'):
+        for j, step in enumerate(tqdm(mine, initial=start // world, total=len(range(rank, n_steps, world)),
+                                      disable=not show_progress or rank > 0, desc='gradient statistics', unit='pair')):
             means = {}
             for side in ('gen', 'dom'):
                 if step >= len(bat[side]): continue
@@ -249,12 +263,16 @@ def gradient_statistics(
                 for k in names:
                     a, b = means['gen'][k], means['dom'][k]
                     acc['cross'][k].add_(a * b); acc['sq_gen'][k].add_(a.square()); acc['sq_dom'][k].add_(b.square())
-            if checkpoint_dir and ((step + 1) % checkpoint_every == 0 or step + 1 == n_steps):
+            if checkpoint_dir and ((j + 1) % checkpoint_every == 0 or j + 1 == len(mine)):
                 _save_checkpoint(checkpoint_dir, ident, acc, step + 1)
             if on_step: on_step(step + 1)
     finally:
         for p, f in flags.items(): p.requires_grad_(f)
         for m, t in modes.items(): m.training = t
+    if world > 1:
+        import torch.distributed as dist
+        for d in acc.values():
+            for v in d.values(): dist.all_reduce(v, op=dist.ReduceOp.SUM)
 
     ng, nd = len(general), len(domain)
     f32 = lambda d, n=1: {k: (v / n).float() for k, v in d.items()}

@@ -14,7 +14,7 @@ from .core import Encoder, find_layers, mlp_linears, model_source, seed_everythi
 from datasets import concatenate_datasets
 from .data import DOMAINS, catalog, data_root, domain_triplets, load_triplets
 from .sampling import kmeans_sample
-from .fisher import GradientStats, checkpoint_step, gradient_statistics
+from .fisher import GradientStats, barrier, checkpoint_step, gradient_statistics, rank_world
 from .dai import importance
 from .sparsegpt import obs_prune
 from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
@@ -220,8 +220,10 @@ def statistics(enc:Encoder,                 # The model (its scored MLP weights 
                 if attempt or ckpt is None: raise
                 shutil.rmtree(ckpt)
     if step and show_progress: print(f"   resumed from step {step} of {total} ({ckpt})", file=sys.stderr)
-    if ckpt and keep: stats.save(where/'stats')
-    if ckpt: shutil.rmtree(ckpt, ignore_errors=True)
+    main = rank_world()[0] == 0  # under torchrun / accelerate: every process has the all-reduced statistics
+    if ckpt and keep and main: stats.save(where/'stats')
+    barrier()
+    if ckpt and main: shutil.rmtree(ckpt, ignore_errors=True)
     return stats, (dict(statistics=f'resumed from step {step} of {total}') if step else {})
 
 def score(enc:Encoder,                  # The model whose weights are scored
@@ -261,7 +263,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
              ) -> tuple[Encoder, dict, dict]:
     "The stages in a row: calibrate, statistics, score, select, apply, save. Returns (pruned encoder, mask, report)."
     from gaprune_nb.fixtures import minilm_path
-    m, say = method(cfg.method), show_progress
+    m, say = method(cfg.method), show_progress and rank_world()[0] == 0  # one process talks
     # every check before anything is loaded
     needs_calib = m.calib or cfg.update is not None   # the OBS update's Hessians come from the domain triplets
     root = data_root(cfg.data) if needs_calib else None
@@ -296,9 +298,10 @@ def prune_run(cfg:RunConfig,                      # The run's settings
         mask = apply(enc, mask, cfg, calib)
     diff = mask_difference(mask, mag)
     report = _report(cfg, enc, mask, calib, timings, diff, resumed)
-    if out is not None:
+    if out is not None and rank_world()[0] == 0:  # one process writes
         with stage(timings, 'save', say): save_run(out, enc, mask, report, stats, calib)
         if work is not None and cache is None: shutil.rmtree(work, ignore_errors=True)
+    barrier()
     return enc, mask, report
 
 # %% ../nbs/11_pipeline.ipynb #887e7321
