@@ -45,6 +45,8 @@ def demo(model:str|None=None, # Model folder or hub id (default: the all-MiniLM-
     return dict(accuracy=acc, report=rep)
 
 # %% ../nbs/12_cli.ipynb #28fa5d0a
+def _rank() -> int: return int(os.environ.get('RANK', '0'))  # this process's rank under torchrun / accelerate (0 alone)
+
 def _limit(s:str|int|None):
     "'tiny', 'full' / None, or a positive integer (queries per retrieval task, see `Limit.scaled`); checked, not loaded."
     if s in (None, 'none', 'full', 'tiny'): return None if s != 'tiny' else 'tiny'
@@ -232,8 +234,6 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 # %% ../nbs/12_cli.ipynb #ec0e3511
-def _rank() -> int: return int(os.environ.get('RANK', '0'))
-
 def _init_distributed(device:str|None):
     "Join the process group `torchrun` / `accelerate launch` describe in the environment (gloo on CPU, nccl on CUDA)."
     if int(os.environ.get('WORLD_SIZE', '1')) <= 1: return device
