@@ -2,7 +2,7 @@
 
     HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/explorer_speed.py > results/bench/explorer_speed.txt
 
-Statistics from 64 + 64 finance calibration triplets (computed once, not timed), 128 held-out triplets for the proxies.
+Statistics from 64 + 64 finance calibration triplets (computed once, not timed), 64 held-out triplets for the proxies (texts cut at 128 tokens).
 Each update is timed once per setting, in the order a user would click: a new method or knob rescores and reselects;
 a new sparsity or scope only reselects (the scores are cached).
 """
@@ -19,8 +19,8 @@ def main():
     cfg = RunConfig(domain='finance', n_calib=64, pool=1000)
     calib = calibrate(enc, cfg)
     stats, _ = statistics(enc, calib, cfg, show_progress=False)
-    ex = Explorer(enc, domain_triplets('finance').shuffle(seed=123).select(range(128)), stats, calib['finance'])
-    print(f'# explorer_speed: torch {torch.__version__}, {torch.get_num_threads()} threads, 128 held-out triplets')
+    ex = Explorer(enc, domain_triplets('finance').shuffle(seed=123).select(range(64)), stats, calib['finance'])
+    print(f'# explorer_speed: torch {torch.__version__}, {torch.get_num_threads()} threads, 64 held-out triplets')
     steps = [('gaprune', 0.5, None, {}), ('gaprune', 0.3, None, {}), ('magnitude', 0.5, None, {}), ('obd-kfac', 0.5, None, {}),
              ('obd-kfac', 0.5, None, dict(lam=0.5)), ('gaprune-paper', 0.5, None, {}), ('gaprune-paper', 0.5, None, dict(beta=0.0)),
              ('gaprune-paper', 0.5, 'layer', dict(beta=0.0)), ('gaprune-paper', 0.5, '2:4', dict(beta=0.0))]
