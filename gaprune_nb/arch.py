@@ -285,7 +285,7 @@ def dropped_sublayers(model:nn.Module # Any supported model
     d = getattr(unwrap(model)[0].config, 'gaprune_dropped', None) or {}
     return {k: list(d.get(k, [])) for k in ('attn', 'mlp')}
 
-# %% ../nbs/00b_arch.ipynb #a2615ae2
+# %% ../nbs/00b_arch.ipynb #7293d077
 SLIM_FILE, SLIM_CLASS = 'gaprune_slim.py', 'GapruneSlimModel'
 AUTO_MAP = {'AutoModel': f'{SLIM_FILE[:-3]}.{SLIM_CLASS}'}
 

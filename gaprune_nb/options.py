@@ -121,7 +121,7 @@ class ScoreConfig:
         "The arguments of `dai_scores`."
         return {k: getattr(self, k) for k in ('alpha', 'beta', 'gamma', 'normalize', 'fisher_scale', 'modulate', 'clamp', 'softplus', 'eps')}
 
-# %% ../nbs/00a_options.ipynb #b8c19d94
+# %% ../nbs/00a_options.ipynb #417351d3
 DOMAINS = ("general", "finance", "chemistry")          # the domains of the benchmark data, in display order
 
 @dataclass
