@@ -105,16 +105,20 @@ def geometry_table(embs:dict,            # {model name: `embed_triplets` output}
     if any(len(e['q']) != n for e in embs.values()): raise ValueError("geometry_table: every model must embed the same triplets.")
     rng = np.random.default_rng(seed)
     boots = [rng.integers(0, n, n) for _ in range(n_boot)]
-    rows = []
-    for name, e in embs.items():
-        ref = embs.get(dense)
-        full = geometry(e, ref)
-        bs = [geometry(e, ref, i) for i in boots]
+    rows, ref = [], embs.get(dense)
+    res = {name: (geometry(e, ref), [geometry(e, ref, i) for i in boots]) for name, e in embs.items()}
+    for name, (full, bs) in res.items():
         for m, v in full.items():
             b = np.array([x[m] for x in bs])
             if m in SET_SIZE: b = b - b.mean() + v  # only the spread of the resamples, centred on the value
             lo, hi = np.percentile(b, [2.5, 97.5])
-            rows.append(dict(model=name, metric=m, value=v, lo=lo, hi=hi))
+            row = dict(model=name, metric=m, value=v, lo=lo, hi=hi)
+            if dense in res and name != dense and m in res[dense][0]:  # paired: the same resamples for both models
+                d = np.array([x[m] for x in bs]) - np.array([x[m] for x in res[dense][1]])
+                dv = v - res[dense][0][m]
+                if m in SET_SIZE: d = d - d.mean() + dv
+                row |= dict(delta=dv, ci_lo=np.percentile(d, 2.5), ci_hi=np.percentile(d, 97.5))
+            rows.append(row)
     return pd.DataFrame(rows)
 
 # %% ../nbs/10_geometry.ipynb #6199bc5a
