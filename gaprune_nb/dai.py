@@ -12,7 +12,7 @@ from tqdm.auto import tqdm
 
 from .core import Encoder, evaluating, mlp_linears
 from .masks import kth_largest, make_mask, apply_mask, MaskError
-from .options import METHODS, NORMALIZATIONS, ScoreConfig, method as method_spec  # the registry and the DAI settings
+from .options import METHODS, NORMALIZATIONS, ScoreConfig, method as method_spec, stat_fields  # the registry and the DAI settings
 
 # %% auto #0
 __all__ = ['SCORERS', 'scored_weights', 'check_stats', 'term_scale', 'dai_scores', 'calib_batches', 'activation_norms',
@@ -161,7 +161,8 @@ def _fisher(stats, kind:str) -> tuple[dict, dict]:
     # official estimator from per-sample statistics: sum over (paired) batches of the squared batch-mean gradient / samples
     bs = settings.get('batch_size')
     n = lambda side: min(side, stats.n_batches * bs) if bs else side
-    return ({k: v / n(stats.n_dom) for k, v in stats.sq_dom.items()}, {k: v / n(stats.n_gen) for k, v in stats.sq_gen.items()})
+    per = lambda d, side: {k: v / n(side) for k, v in d.items()} if d is not None else None
+    return per(stats.sq_dom, stats.n_dom), per(stats.sq_gen, stats.n_gen)
 
 def gaprune_scores(weights:dict,                 # {name: weight tensor} (see `scored_weights`)
                    stats,                        # `GradientStats` of the same weights
@@ -230,6 +231,7 @@ def importance(method:str,                  # One of `METHODS`
     w = scored_weights(model, params)
     if m.stats and stats is None:
         raise ValueError(f"Method {method!r} needs `stats`: gaprune_nb.fisher.gradient_statistics(encoder, general, domain).")
+    if m.stats and hasattr(stats, 'require'): stats.require(stat_fields(method, config), f"Method {method!r}")  # a GradientStats
     if m.calib and not m.stats and calib is None:
         raise ValueError(f"Method {method!r} needs `calib`: calibration texts or triplets.")
     return SCORERS[method](w, model=model, stats=stats, calib=calib, seed=seed, config=config)

@@ -20,7 +20,7 @@ from .stats_io import (StatsCorrupt, StatsMismatch, check_identity, dataset_iden
                                  model_identity, read_dir, read_manifest, write_atomic)
 
 # %% auto #0
-__all__ = ['STAT_FIELDS', 'MODES', 'triplet_grads', 'GradientStats', 'scored_linears', 'rank_world', 'barrier',
+__all__ = ['STAT_FIELDS', 'MODES', 'triplet_grads', 'grad_stream', 'GradientStats', 'scored_linears', 'rank_world', 'barrier',
            'gradient_statistics', 'checkpoint_step']
 
 # %% ../nbs/03_fisher.ipynb #9042c90a
@@ -52,6 +52,13 @@ def triplet_grads(encoder:Encoder,                # The model
                   chunk:int|None=None             # Texts per forward pass (default: the batch size)
                  ) -> dict:
     "Per-sample weight gradients `(B, out, in)` of each scored Linear on a batch of triplets (or `(1, out, in)`)."
+    out = {}
+    for k, g in grad_stream(encoder, linears, rows, temperature, in_batch, per_sample, chunk): out.setdefault(k, []).append(g)
+    return {k: torch.cat(v) for k, v in out.items()}
+
+def grad_stream(encoder:Encoder, linears:dict, rows:dict, temperature:float=0.05, in_batch:bool=False,
+                per_sample:bool=True, chunk:int|None=None):
+    "`triplet_grads` one matrix at a time: yields `(name, gradient)`; with `in_batch`, one `(1, out, in)` per triplet and matrix."
     B = len(rows['query'])
     chunks = (_length_chunks(encoder, list(rows['query']), 'query', chunk or B, 0) +
               _length_chunks(encoder, list(rows['positive']) + list(rows['negative']), 'document', chunk or B, B))
@@ -74,21 +81,19 @@ def triplet_grads(encoder:Encoder,                # The model
         return out
     def flat(tensors):  # the real-token rows of each call, concatenated in call order
         return torch.cat([t[m] for t, m in zip(tensors, masks)])
-    def grads(deltas, packed):
-        out, i = {}, 0
+    def grads(deltas, packed):  # one matrix at a time: the caller accumulates it before the next is made
+        i = 0
         for k, lin in linears.items():
             n = len(taps.calls[k])
             dt = torch.promote_types(lin.weight.dtype, torch.float32)  # fp32 at least, also for bf16/fp16 models
             ds = deltas[i:i+n]; i += n
-            if all(d is None for d in ds): out[k] = torch.zeros(B if packed else 1, *lin.weight.shape, device=dev); continue
+            if all(d is None for d in ds): yield k, torch.zeros(B if packed else 1, *lin.weight.shape, device=dev); continue
             D = flat([d if d is not None else torch.zeros_like(y) for d, (_, y) in zip(ds, taps.calls[k])]).to(dt)
             X = flat([x for x, _ in taps.calls[k]]).to(dt)
-            out[k] = torch.bmm(pack(D).transpose(1, 2), pack(X)) if packed else (D.T @ X)[None]
-        return out
-    if not per_sample: return grads(torch.autograd.grad(losses.mean(), ys, allow_unused=True), False)
-    if not in_batch: return grads(torch.autograd.grad(losses.sum(), ys, allow_unused=True), True)
-    per = [grads(torch.autograd.grad(losses[s], ys, retain_graph=s < B-1, allow_unused=True), False) for s in range(B)]
-    return {k: torch.cat([p[k] for p in per]) for k in linears}
+            yield k, (torch.bmm(pack(D).transpose(1, 2), pack(X)) if packed else (D.T @ X)[None])
+    if not per_sample: yield from grads(torch.autograd.grad(losses.mean(), ys, allow_unused=True), False); return
+    if not in_batch: yield from grads(torch.autograd.grad(losses.sum(), ys, allow_unused=True), True); return
+    for s in range(B): yield from grads(torch.autograd.grad(losses[s], ys, retain_graph=s < B-1, allow_unused=True), False)
 
 # %% ../nbs/03_fisher.ipynb #4b4d223c
 STAT_FIELDS = ('fisher_gen', 'fisher_dom', 'grad_gen', 'grad_dom', 'cross', 'sq_gen', 'sq_dom')
@@ -96,30 +101,40 @@ STAT_FIELDS = ('fisher_gen', 'fisher_dom', 'grad_gen', 'grad_dom', 'cross', 'sq_
 @dataclass(repr=False)
 class GradientStats:
     "Per-weight gradient statistics of an encoder on general and domain triplets (fp32, keyed by Linear name)."
-    fisher_gen: dict   # mean over general samples of squared per-sample gradients (paper eq. 3)
-    fisher_dom: dict   # same, domain samples
-    grad_gen: dict     # mean gradient, general
-    grad_dom: dict     # mean gradient, domain
-    cross: dict        # sum over paired batches b of g_gen,b * g_dom,b (batch-mean gradients)
-    sq_gen: dict       # sum_b g_gen,b^2
-    sq_dom: dict       # sum_b g_dom,b^2
+    fisher_gen: dict|None   # mean over general samples of squared per-sample gradients (paper eq. 3)
+    fisher_dom: dict|None   # same, domain samples
+    grad_gen: dict|None     # mean gradient, general
+    grad_dom: dict|None     # mean gradient, domain
+    cross: dict|None        # sum over paired batches b of g_gen,b * g_dom,b (batch-mean gradients)
+    sq_gen: dict|None       # sum_b g_gen,b^2
+    sq_dom: dict|None       # sum_b g_dom,b^2   (a field not computed, see `fields`, is None)
     n_gen: int = 0
     n_dom: int = 0
     n_batches: int = 0
     manifest: dict = field(default_factory=dict)
 
     @property
-    def names(self) -> list: return list(self.fisher_gen)
+    def fields(self) -> tuple: return tuple(f for f in STAT_FIELDS if getattr(self, f) is not None)
+    @property
+    def names(self) -> list: return list(getattr(self, self.fields[0])) if self.fields else list(self.manifest.get('params', []))
     def __repr__(self):
-        n = sum(v.numel() for v in self.fisher_gen.values())
+        n = sum(v.numel() for v in getattr(self, self.fields[0]).values()) if self.fields else 0
         mode = self.manifest.get('settings', {}).get('mode')
         return (f"GradientStats({len(self.names)} matrices, {n:,} weights; n_gen={self.n_gen}, n_dom={self.n_dom}, "
-                f"n_batches={self.n_batches}, mode={mode!r})")
+                f"n_batches={self.n_batches}, mode={mode!r}, fields={', '.join(self.fields)})")
+
+    def require(self, fields, why:str='') -> GradientStats:
+        "`self`, or a `ValueError` naming the `fields` these statistics lack and how to get them."
+        if miss := [f for f in fields if getattr(self, f) is None]:
+            raise ValueError(f"{why or 'This'} needs the statistics {', '.join(miss)}, which these hold not (they hold "
+                             f"{', '.join(self.fields) or 'none'}): recompute with gradient_statistics(..., fields={tuple(fields)!r}).")
+        return self
 
     def save(self, path:str|Path) -> Path:
         "Write a safetensors file and `manifest.json` to the folder `path` (atomically)."
-        tensors = {f'{f}/{k}': v for f in STAT_FIELDS for k, v in getattr(self, f).items()}
-        meta = {**self.manifest, 'params': self.names, 'n_gen': self.n_gen, 'n_dom': self.n_dom, 'n_batches': self.n_batches}
+        tensors = {f'{f}/{k}': v for f in self.fields for k, v in getattr(self, f).items()}
+        meta = {**self.manifest, 'params': self.names, 'fields': list(self.fields), 'n_gen': self.n_gen, 'n_dom': self.n_dom,
+                'n_batches': self.n_batches}
         return write_atomic(path, tensors, meta)
 
     @classmethod
@@ -131,7 +146,8 @@ class GradientStats:
         tensors, meta = read_dir(path)
         if 'params' not in meta: raise StatsCorrupt(f"{path}/manifest.json is not a GradientStats manifest.")
         check_identity(meta, model, general, domain, where=path, domain_name=domain_name)
-        try: d = {f: {k: tensors[f'{f}/{k}'] for k in meta['params']} for f in STAT_FIELDS}
+        have = meta.get('fields', STAT_FIELDS)  # files written before `fields` existed hold all seven
+        try: d = {f: {k: tensors[f'{f}/{k}'] for k in meta['params']} if f in have else None for f in STAT_FIELDS}
         except KeyError as e: raise StatsCorrupt(f"{path}: tensor {e.args[0]} listed in the manifest is missing.") from None
         return cls(**d, n_gen=meta['n_gen'], n_dom=meta['n_dom'], n_batches=meta['n_batches'], manifest=meta)
 
@@ -139,9 +155,10 @@ class GradientStats:
         "One row per scored matrix: mean Fisher (general, domain) and the cosine of the mean gradients."
         import pandas as pd
         cos = lambda a, b: float((a*b).sum() / (a.norm()*b.norm()).clamp(min=1e-30))
-        return pd.DataFrame([dict(name=k, weights=v.numel(), fisher_gen=float(v.mean()),
-                                  fisher_dom=float(self.fisher_dom[k].mean()),
-                                  grad_cosine=cos(self.grad_gen[k], self.grad_dom[k])) for k, v in self.fisher_gen.items()])
+        mean = lambda f, k: float(getattr(self, f)[k].mean()) if getattr(self, f) is not None else float('nan')
+        return pd.DataFrame([dict(name=k, fisher_gen=mean('fisher_gen', k), fisher_dom=mean('fisher_dom', k),
+                                  grad_cosine=cos(self.grad_gen[k], self.grad_dom[k]) if self.grad_gen and self.grad_dom
+                                  else float('nan')) for k in self.names])
 
 # %% ../nbs/03_fisher.ipynb #6d9c932a
 def scored_linears(encoder:nn.Module,            # The model (names are qualified on it)
@@ -170,7 +187,6 @@ def scored_linears(encoder:nn.Module,            # The model (names are qualifie
 
 # %% ../nbs/03_fisher.ipynb #2427d3bb
 MODES = ('per_sample', 'batch_squared')
-_ACC = ('sumsq_gen', 'sumsq_dom', 'sum_gen', 'sum_dom', 'cross', 'sq_gen', 'sq_dom')
 
 def rank_world() -> tuple[int, int]:
     "(rank, world size) of the torch.distributed process group (`torchrun`, `accelerate launch`), or (0, 1) without one."
@@ -210,12 +226,16 @@ def gradient_statistics(
     checkpoint_dir:str|Path|None=None, # Save accumulators here and resume from them
     checkpoint_every:int=20,    # Steps (paired batches) between checkpoints
     accum_dtype:torch.dtype=torch.float32, # Accumulator precision (fp64 for very large sets)
+    fields:tuple|None=None,     # The `STAT_FIELDS` to compute (each costs one accumulator per scored weight); default all
     show_progress:bool=True,    # Progress bar over the steps
     on_step:Callable|None=None, # Called with the number of steps done after every step
 ) -> GradientStats:
     "Fisher, mean gradients and paired-batch gradient products of the scored weights on general and domain triplets."
     if not isinstance(encoder, Encoder): raise TypeError(f"Expected a gaprune_nb Encoder, got {type(encoder).__name__}.")
     if mode not in MODES: raise ValueError(f"mode must be one of {MODES}, not {mode!r}.")
+    if fields is not None and (not fields or set(fields) - set(STAT_FIELDS)):
+        raise ValueError(f"fields must be a non-empty subset of {STAT_FIELDS}, not {fields!r}.")
+    fields = tuple(f for f in STAT_FIELDS if fields is None or f in fields)  # canonical order
     if batch_size < 1 or checkpoint_every < 1 or not temperature > 0:
         raise ValueError(f"Expected batch_size >= 1, checkpoint_every >= 1 and temperature > 0; got {batch_size}, "
                          f"{checkpoint_every}, {temperature}.")
@@ -229,9 +249,12 @@ def gradient_statistics(
                  model=model_identity(encoder, names), params=names, domain=domain_name,
                  data=dict(general=dataset_identity(general), domain=dataset_identity(domain)),
                  settings=dict(mode=mode, temperature=temperature, in_batch=in_batch, batch_size=batch_size, seed=seed,
-                               chunk=chunk, accum_dtype=str(accum_dtype).replace('torch.', '')))
+                               chunk=chunk, accum_dtype=str(accum_dtype).replace('torch.', ''),
+                               **({} if fields == STAT_FIELDS else dict(fields=list(fields)))))
     dev = encoder.device
-    acc = {a: {k: torch.zeros(m.weight.shape, dtype=accum_dtype, device=dev) for k, m in linears.items()} for a in _ACC}
+    # one accumulator per field asked for: fisher_* and grad_* hold sums until the final division
+    acc = {a: {k: torch.zeros(m.weight.shape, dtype=accum_dtype, device=dev) for k, m in linears.items()} for a in fields}
+    paired = any(f in fields for f in ('cross', 'sq_gen', 'sq_dom'))  # needs both sides' batch-mean gradients at once
     rank, world = rank_world()  # data-parallel: process r takes the steps r, r + world, ...; sums all-reduced at the end
     if checkpoint_dir and world > 1: checkpoint_dir = Path(checkpoint_dir)/f'rank{rank}-of-{world}'
     start = _resume(checkpoint_dir, ident, acc) if checkpoint_dir else 0
@@ -249,20 +272,23 @@ def gradient_statistics(
             for side in ('gen', 'dom'):
                 if step >= len(bat[side]): continue
                 idx = bat[side][step]
-                g = triplet_grads(encoder, linears, data[side][idx], temperature, in_batch, mode == 'per_sample', chunk)
-                means[side] = {}
-                for k, gk in g.items():
-                    if mode == 'per_sample':
-                        tot = gk.sum(0)
-                        acc[f'sum_{side}'][k].add_(tot); acc[f'sumsq_{side}'][k].add_(gk.square_().sum(0))
-                        means[side][k] = tot / len(idx)
-                    else:  # official: the squared gradient of the batch-mean loss, summed over batches
-                        acc[f'sumsq_{side}'][k].add_(gk[0].square()); acc[f'sum_{side}'][k].add_(gk[0] * len(idx))
-                        means[side][k] = gk[0]
+                fi, gr = acc.get(f'fisher_{side}'), acc.get(f'grad_{side}')
+                tot = {}  # this batch's gradient sum per matrix, when a mean gradient or a paired product needs it
+                for k, gk in grad_stream(encoder, linears, data[side][idx], temperature, in_batch, mode == 'per_sample', chunk):
+                    if mode == 'batch_squared':  # official: the squared gradient of the batch-mean loss, summed over batches
+                        if fi is not None: fi[k].add_(gk[0].square())
+                        gk = gk * len(idx)
+                    if gr is not None or paired: tot[k] = tot[k].add_(gk.sum(0)) if k in tot else gk.sum(0)
+                    if mode == 'per_sample' and fi is not None: fi[k].add_(gk.square_().sum(0))
+                if gr is not None:
+                    for k, t in tot.items(): gr[k].add_(t)
+                if paired: means[side] = {k: t.div_(len(idx)) for k, t in tot.items()}
+                del tot
             if len(means) == 2:
                 for k in names:
                     a, b = means['gen'][k], means['dom'][k]
-                    acc['cross'][k].add_(a * b); acc['sq_gen'][k].add_(a.square()); acc['sq_dom'][k].add_(b.square())
+                    for f, v in (('cross', lambda: a * b), ('sq_gen', a.square), ('sq_dom', b.square)):
+                        if f in acc: acc[f][k].add_(v())
             if checkpoint_dir and ((j + 1) % checkpoint_every == 0 or j + 1 == len(mine)):
                 _save_checkpoint(checkpoint_dir, ident, acc, step + 1)
             if on_step: on_step(step + 1)
@@ -274,12 +300,11 @@ def gradient_statistics(
         for d in acc.values():
             for v in d.values(): dist.all_reduce(v, op=dist.ReduceOp.SUM)
 
-    ng, nd = len(general), len(domain)
-    f32 = lambda d, n=1: {k: (v / n).float() for k, v in d.items()}
+    n = dict(gen=len(general), dom=len(domain))
+    div = lambda f: n[f[-3:]] if f.startswith(('fisher', 'grad')) else 1  # sums -> means; the paired sums stay sums
+    out = {f: {k: (v / div(f)).float() for k, v in acc[f].items()} if f in fields else None for f in STAT_FIELDS}
     meta = dict(ident)  # no time stamp: the same statistics give the same bytes
-    return GradientStats(f32(acc['sumsq_gen'], ng), f32(acc['sumsq_dom'], nd), f32(acc['sum_gen'], ng),
-                         f32(acc['sum_dom'], nd), f32(acc['cross']), f32(acc['sq_gen']), f32(acc['sq_dom']),
-                         n_gen=ng, n_dom=nd, n_batches=n_pairs, manifest=meta)
+    return GradientStats(**out, n_gen=n['gen'], n_dom=n['dom'], n_batches=n_pairs, manifest=meta)
 
 # %% ../nbs/03_fisher.ipynb #ca79594d
 _CKPT_FILE, _CKPT_KIND = 'accumulators.safetensors', 'gradient_statistics checkpoint'
@@ -301,8 +326,9 @@ def _resume(path, ident, acc) -> int:
         raise StatsMismatch(f"The checkpoint in {path} is from a different run: " + '; '.join(diffs) +
                             ". Delete it or pass another checkpoint_dir.")
     tensors, meta = read_dir(path, _CKPT_FILE)
+    old = dict(fisher_gen='sumsq_gen', fisher_dom='sumsq_dom', grad_gen='sum_gen', grad_dom='sum_dom')  # checkpoints written before `fields` existed
     for a, d in acc.items():
-        for k in d: d[k].copy_(tensors[f'{a}/{k}'])
+        for k in d: d[k].copy_(tensors.get(f'{a}/{k}', tensors.get(f'{old.get(a, a)}/{k}')))
     return int(meta['step'])
 
 def checkpoint_step(path:str|Path # A `checkpoint_dir` of `gradient_statistics`

@@ -10,7 +10,7 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['REGISTRY', 'METHODS', 'SCOPES', 'POOLINGS', 'DTYPES', 'NORMALIZATIONS', 'ALIGNMENTS', 'DOMAINS', 'Method', 'method',
-           'check_scope', 'check_device', 'ScoreConfig', 'SlimConfig']
+           'check_scope', 'check_device', 'ScoreConfig', 'stat_fields', 'SlimConfig']
 
 # %% ../nbs/00a_options.ipynb #7643a09f
 @dataclass(frozen=True)
@@ -120,6 +120,27 @@ class ScoreConfig:
     def dai_kwargs(self) -> dict:
         "The arguments of `dai_scores`."
         return {k: getattr(self, k) for k in ('alpha', 'beta', 'gamma', 'normalize', 'fisher_scale', 'modulate', 'clamp', 'softplus', 'eps')}
+
+# %% ../nbs/00a_options.ipynb #8cdeebd3
+_PAIRED = ('cross', 'sq_gen', 'sq_dom')  # the paired-batch products (cosine alignment, the official Fisher)
+
+def stat_fields(name:str,                     # A method of `REGISTRY`
+                score:ScoreConfig|None=None   # Its scoring settings (default `ScoreConfig()`)
+               ) -> tuple:
+    "The `GradientStats` fields method `name` reads with `score` (empty for methods without gradient statistics)."
+    m, c = method(name), score or ScoreConfig()
+    if not m.stats: return ()
+    if name in ('fisher-gen', 'fisher-dom'): return (name.replace('-', '_'),)
+    align = {'cosine': _PAIRED, 'official': ('grad_gen', 'grad_dom'), 'sign': ('grad_gen', 'grad_dom')}
+    if name.startswith('gaprune'):  # the DAI: its Fisher estimator (both sides when beta > 0) and its alignment
+        if name == 'gaprune-official': c = ScoreConfig.official()
+        fisher = ('fisher_dom', 'fisher_gen') if c.fisher == 'per_sample' else ('sq_dom', 'sq_gen')  # see `dai._fisher`
+        return _ordered(fisher[:1 + bool(c.beta)] + (align[c.alignment] if c.alpha else ()))
+    both = name == 'balanced' or c.lam > 0  # the OBD family: the domain Fisher, the general one when it counts
+    return _ordered(('fisher_dom',) + (('fisher_gen',) if both else ()) + (('grad_dom', 'grad_gen') if c.first_order else ())
+                    + (_PAIRED if c.align else ()))
+
+def _ordered(fields): return tuple(f for f in ('fisher_gen', 'fisher_dom', 'grad_gen', 'grad_dom') + _PAIRED if f in fields)
 
 # %% ../nbs/00a_options.ipynb #417351d3
 DOMAINS = ("general", "finance", "chemistry")          # the domains of the benchmark data, in display order

@@ -5,6 +5,7 @@
 # %% ../nbs/11_pipeline.ipynb #3cde1320
 from __future__ import annotations
 import json, math, os, shutil, sys, time
+import torch
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -14,18 +15,18 @@ from .core import Encoder, find_layers, mlp_linears, model_source, seed_everythi
 from datasets import concatenate_datasets
 from .data import DOMAINS, catalog, data_root, domain_triplets, load_triplets
 from .sampling import kmeans_sample
-from .fisher import GradientStats, barrier, checkpoint_step, gradient_statistics, rank_world
+from .fisher import STAT_FIELDS, GradientStats, barrier, checkpoint_step, gradient_statistics, rank_world
 from .dai import importance
 from .sparsegpt import obs_prune
 from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
-from .options import DTYPES, POOLINGS, ScoreConfig, check_device, check_scope, method
+from .options import DTYPES, POOLINGS, ScoreConfig, check_device, check_scope, method, stat_fields
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, dataset_sha256
 from .store import atomic_dir, check_output, sha256_json, state_dict_sha256, to_json, write_json, write_text
 
 # %% auto #0
 __all__ = ['CACHE_MARKER', 'RunConfig', 'calibration_sets', 'calibrate', 'save_calibration', 'load_calibration', 'stage',
-           'load_kwargs', 'token_limit', 'statistics', 'score', 'select', 'apply', 'prune_run', 'report_markdown',
-           'write_report', 'save_run']
+           'load_kwargs', 'token_limit', 'statistics', 'score', 'select', 'apply', 'prune_run', 'NotEnoughMemory',
+           'memory_needed', 'check_memory', 'report_markdown', 'write_report', 'save_run']
 
 # %% ../nbs/11_pipeline.ipynb #27ff2e96
 @dataclass
@@ -206,15 +207,19 @@ def statistics(enc:Encoder,                 # The model (its scored MLP weights 
     if work: _open_work_dir(work)
     ckpt = where/'checkpoint' if where else None
     total = math.ceil(max(len(gen), len(dom)) / cfg.batch_size)
+    fields = stat_fields(cfg.method, cfg.score) or None  # only what the method reads (None: all, for a method without)
     with token_limit(enc, cfg.max_length):
         if where and (where/'stats').exists():  # finished statistics kept in a cache folder
-            try: return GradientStats.load(where/'stats', enc, gen, dom, cfg.domain), dict(statistics=f'loaded from {where/"stats"}')
-            except (StatsMismatch, StatsCorrupt): shutil.rmtree(where/'stats')  # ours, and stale: recompute
+            try:
+                st = GradientStats.load(where/'stats', enc, gen, dom, cfg.domain)
+                if set(fields or STAT_FIELDS) <= set(st.fields): return st, dict(statistics=f'loaded from {where/"stats"}')
+            except (StatsMismatch, StatsCorrupt): pass
+            shutil.rmtree(where/'stats')  # ours, and stale or short of a field this method reads: recompute
         for attempt in (0, 1):
             step = checkpoint_step(ckpt) if ckpt else 0
             try:
                 stats = gradient_statistics(enc, gen, dom, checkpoint_dir=ckpt, checkpoint_every=checkpoint_every,
-                                            show_progress=show_progress, **kw)
+                                            show_progress=show_progress, fields=fields, **kw)
                 break
             except (StatsMismatch, StatsCorrupt):  # a checkpoint of other settings or weights in our own folder
                 if attempt or ckpt is None: raise
@@ -283,6 +288,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     with stage(timings, 'load model', say):
         enc = Encoder.from_pretrained(src, **load_kwargs(cfg)) if encoder is None else encoder
         find_layers(enc)  # an unsupported architecture fails here, before any real work
+        check_memory(enc, cfg)  # a run that cannot fit is refused now, not killed later
     if needs_calib:
         with stage(timings, 'calibration sample (k-means)', say):
             calib = calibrate(enc, cfg, show_progress, cache)
@@ -303,6 +309,41 @@ def prune_run(cfg:RunConfig,                      # The run's settings
         if work is not None and cache is None: shutil.rmtree(work, ignore_errors=True)
     barrier()
     return enc, mask, report
+
+# %% ../nbs/11_pipeline.ipynb #2ee5da90
+class NotEnoughMemory(ValueError): "A run's estimated memory exceeds what its device has free."
+
+def memory_needed(enc:Encoder,  # The loaded model
+                  cfg:RunConfig # The run's settings (method, scoring settings, batch size)
+                 ) -> dict:
+    "Bytes a run needs beyond the loaded model, by part (the parts that grow with the number of scored weights)."
+    sizes = [m.weight.numel() for m in mlp_linears(enc).values()]
+    n, big = sum(sizes), max(sizes)
+    fields = stat_fields(cfg.method, cfg.score)
+    paired = any(f in fields for f in ('cross', 'sq_gen', 'sq_dom'))
+    return {'gradient statistics': 4 * n * (len(fields) + 2 * paired),
+            'per-sample gradients': 4 * big * (cfg.batch_size + 2) if fields else 0,
+            'scores and masks': 4 * n + 2 * n}
+
+def check_memory(enc:Encoder,               # The loaded model
+                 cfg:RunConfig,             # The run's settings
+                 available:int|None=None    # Free bytes on the model's device (default: measured)
+                ) -> dict:
+    "`memory_needed`, or `NotEnoughMemory` naming the largest part and what to change when it exceeds `available`."
+    need = memory_needed(enc, cfg)
+    if available is None:
+        dev = enc.device
+        if dev.type == 'cuda': available = torch.cuda.mem_get_info(dev)[0]
+        else: import psutil; available = psutil.virtual_memory().available
+    if sum(need.values()) > available and not os.environ.get('GAPRUNE_NO_MEMORY_CHECK'):
+        gb = lambda b: f'{b / 2**30:.1f} GB'
+        part = max(need, key=need.get)
+        raise NotEnoughMemory(
+            f"method {cfg.method!r} needs about {gb(sum(need.values()))} beyond the model ({part}: {gb(need[part])}), but "
+            f"{enc.device.type} has {gb(available)} free. Choose a method that reads fewer statistics (gaprune methods; "
+            f"magnitude, wanda and gaprune read none; {', '.join(stat_fields(cfg.method, cfg.score)) or 'none'} now), "
+            f"a smaller --batch-size, or a device with more memory (--device cuda); GAPRUNE_NO_MEMORY_CHECK=1 skips this check.")
+    return need
 
 # %% ../nbs/11_pipeline.ipynb #887e7321
 def report_markdown(report:dict # As returned by `prune_run`

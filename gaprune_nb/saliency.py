@@ -4,6 +4,7 @@
 
 # %% ../nbs/05b_saliency.ipynb #99087bfb
 from __future__ import annotations
+from collections.abc import Mapping
 import torch
 from torch import Tensor
 
@@ -14,11 +15,6 @@ from .options import ScoreConfig
 __all__ = ['obd_scores', 'kfac_diagonal', 'percentile_ranks', 'balanced_scores', 'ria_scores']
 
 # %% ../nbs/05b_saliency.ipynb #00e9d680
-def _normed(d:dict) -> dict:
-    "Each tensor divided by the mean of all entries of `d` (the trace of a diagonal Fisher over its size)."
-    s = term_scale(d, 'mean')
-    return {k: v.float() / s for k, v in d.items()}
-
 def obd_scores(weights:dict,               # {name: weight tensor}
                fisher_dom:dict,            # {name: domain Fisher}, weight-shaped
                fisher_gen:dict|None=None,  # {name: general Fisher}; needed when lam > 0
@@ -34,12 +30,13 @@ def obd_scores(weights:dict,               # {name: weight tensor}
     if not 0 <= alpha < 1: raise ValueError(f"alpha must be in [0, 1) so that the factor stays positive, not {alpha}")
     if lam and fisher_gen is None: raise ValueError("fisher_gen is needed when lam > 0")
     check_stats(weights, fisher_dom=fisher_dom, **({'fisher_gen': fisher_gen} if lam else {}))
-    fd = _normed(fisher_dom); fg = _normed(fisher_gen) if lam else None
+    # each Fisher divided by its mean (its trace over its size), matrix by matrix: no normalised copy of the whole model
     sd, sg = (term_scale(fisher_dom, 'mean'), term_scale(fisher_gen, 'mean') if lam else 1.0)
     out = {}
     for k, w in weights.items():
         w = w.float()
-        f = fd[k] + lam * fg[k] if lam else fd[k]
+        f = fisher_dom[k].float() / sd
+        if lam: f = f + lam * (fisher_gen[k].float() / sg)
         s = 0.5 * w.abs().pow(exponent) * f
         if grad_dom is not None:  # first order, in the same units as the normalised Fishers
             g = grad_dom[k].float() / sd**0.5 + (lam * grad_gen[k].float() / sg**0.5 if lam and grad_gen is not None else 0)
@@ -49,16 +46,23 @@ def obd_scores(weights:dict,               # {name: weight tensor}
     return out
 
 # %% ../nbs/05b_saliency.ipynb #eb57cb6d
+class _PerMatrix(Mapping):
+    "A read-only `{name: f(d[name])}` made when read, one matrix at a time: the whole model's copy never exists."
+    def __init__(self, d, f): self.d, self.f = d, f
+    def __getitem__(self, k): return self.f(self.d[k])
+    def __iter__(self): return iter(self.d)
+    def __len__(self): return len(self.d)
+
+def _rank_one(f):
+    f = f.float()
+    if f.dim() != 2: return f
+    tot = f.sum()
+    return torch.outer(f.sum(1), f.sum(0)) / tot if tot > 0 else f.clone()
+
 def kfac_diagonal(fisher:dict # {name: diagonal Fisher, (out, in)}
-                 ) -> dict:
-    "Rank-one (row-sum × column-sum / total) approximation of each matrix's diagonal Fisher."
-    out = {}
-    for k, f in fisher.items():
-        f = f.float()
-        if f.dim() != 2: out[k] = f; continue
-        tot = f.sum()
-        out[k] = torch.outer(f.sum(1), f.sum(0)) / tot if tot > 0 else f.clone()
-    return out
+                 ) -> Mapping:
+    "Rank-one (row-sum × column-sum / total) approximation of each matrix's diagonal Fisher (made when read)."
+    return _PerMatrix(fisher, _rank_one)
 
 # %% ../nbs/05b_saliency.ipynb #b1a4da46
 def percentile_ranks(scores:dict # {name: tensor}
@@ -93,7 +97,8 @@ def ria_scores(weights:dict,   # {name: weight (out, in)}
 
 # %% ../nbs/05b_saliency.ipynb #5ad3d455
 def _obd(w, stats, cfg:ScoreConfig, which:str='mixed', denoise:bool=False):
-    fd, fg = (kfac_diagonal(stats.fisher_dom), kfac_diagonal(stats.fisher_gen)) if denoise else (stats.fisher_dom, stats.fisher_gen)
+    den = kfac_diagonal if denoise else (lambda d: d)
+    fd, fg = (den(d) if d is not None else None for d in (stats.fisher_dom, stats.fisher_gen))
     s_g = None
     if cfg.align:
         from gaprune_nb.alignment import gradient_alignment

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Peak memory per scored parameter of gradient statistics, scoring and selection, and what it means for big embedders.
+
+    OMP_NUM_THREADS=2 HF_HUB_OFFLINE=1 GAPRUNE_DATA=../shared/data .venv/bin/python bench/memory.py > results/bench/memory.txt
+
+Every (model, method) runs in a fresh subprocess. After the model is loaded, the peak resident set size is reset
+(`/proc/self/clear_refs`, Linux) and each phase's peak is read from `VmHWM`; *extra* = that peak minus the resident
+size when the phase started, i.e. everything the phase allocated at its worst moment, model excluded.
+`MALLOC_MMAP_THRESHOLD_=65536` (set for the subprocesses) makes glibc return freed blocks, so RSS follows live memory.
+
+Phases:
+  statistics   `gradient_statistics` with the fields the method reads (`options.stat_fields`), 4 general + 4 finance
+               triplets, batch 4, 128 tokens (the activations of such a batch are in the figure)
+  scoring      `importance` (for Wanda / the default: its calibration pass over the same 4 domain triplets) followed
+               by `make_mask` at 50% in the method's scope, with the statistics still held
+Figures per scored parameter are in fp32 values (extra bytes / 4 / scored weights). The target of issue 14: statistics
+<= 5 fp32 values per scored parameter, and statistics + scoring <= the magnitude peak + 5.
+
+Models: all-MiniLM-L6-v2 (22.7M parameters, 7.1M scored), SmolLM2-135M (GGUF fixture, 80M scored) and a random-weight
+Gemma3 text embedder shaped like EmbeddingGemma-300M (hidden 768, MLP 1152, 24 layers, vocabulary 262,144: 303M
+parameters, 64M scored). Then an extrapolation, on paper, from the measured per-parameter costs to 0.6B / 4B / 7B
+embedders (Qwen3-Embedding shapes) on one 80 GB GPU and on 8: data-parallel statistics (`torchrun`) divide the time,
+not the memory: every process holds the model and the accumulators.
+"""
+import json, os, subprocess, sys, time
+
+METHODS = ('magnitude', 'gaprune', 'obd-kfac', 'gaprune-paper')
+MODELS = ('minilm', 'smollm2', 'gemma3-300m')
+GEMMA = dict(hidden_size=768, intermediate_size=1152, num_hidden_layers=24, num_attention_heads=3, num_key_value_heads=1,
+             head_dim=256, vocab_size=262144, max_position_embeddings=2048, sliding_window=512)
+
+
+def rss() -> int: return _status('VmRSS')
+def hwm() -> int: return _status('VmHWM')
+def _status(key) -> int:
+    for line in open('/proc/self/status'):
+        if line.startswith(key + ':'): return int(line.split()[1]) * 1024
+    raise KeyError(key)
+def reset_peak(): open('/proc/self/clear_refs', 'w').write('5')
+
+
+def load(name):
+    import torch
+    from transformers import AutoConfig, AutoModel
+    from gaprune_nb.core import Encoder
+    from gaprune_nb.fixtures import minilm_path, smollm2_path, tiny_tokenizer
+    if name == 'minilm': return Encoder.from_pretrained(minilm_path(), max_length=128)
+    if name == 'smollm2': return Encoder.from_pretrained(smollm2_path(), pooling='last', max_length=128)
+    tok = tiny_tokenizer('gemma3_text')
+    cfg = AutoConfig.for_model('gemma3_text', **GEMMA, pad_token_id=tok.pad_token_id)
+    torch.manual_seed(0)
+    return Encoder(AutoModel.from_config(cfg).eval(), tok, pooling='mean', max_length=128)
+
+
+def child(name, meth):
+    "One measurement (in its own process): print a JSON line."
+    import gc, torch
+    from gaprune_nb.core import mlp_linears
+    from gaprune_nb.data import domain_triplets, load_triplets
+    from gaprune_nb.dai import importance
+    from gaprune_nb.fisher import grad_stream, gradient_statistics
+    from gaprune_nb.masks import make_mask
+    from gaprune_nb.options import REGISTRY, stat_fields
+    import gaprune_nb.saliency  # registers the OBD scorers
+    torch.manual_seed(0)
+    gen, dom = domain_triplets('general', limit=2).select(range(4)), load_triplets('finance/fin_qa10k', limit=4)
+    enc = load(name)
+    lin = mlp_linears(enc)
+    n = sum(m.weight.numel() for m in lin.values())
+    out = dict(model=name, method=meth, params=sum(p.numel() for p in enc.parameters()), scored=n)
+    fields = stat_fields(meth)
+    # warm-up on one triplet: lazy imports and allocator pools are not what a statistic costs
+    gradient_statistics(enc, gen.select([0]), dom.select([0]), batch_size=1, fields=fields or ('fisher_dom',), show_progress=False)
+    gc.collect(); base = rss(); reset_peak()
+    with torch.enable_grad():
+        for m in lin.values(): m.weight.requires_grad_(True)
+        g = grad_stream(enc, lin, dom[:4]); next(g); del g  # one batch's forward + backward, up to the first matrix
+    out['activations'] = hwm() - base
+    gc.collect(); base = rss(); reset_peak(); stats = None
+    if fields:
+        t = time.perf_counter()
+        stats = gradient_statistics(enc, gen, dom, batch_size=4, fields=fields, show_progress=False)
+        out.update(stats_extra=hwm() - base, stats_s=round(time.perf_counter() - t, 1), fields=list(fields))
+    base2 = rss(); reset_peak()
+    mask = make_mask(importance(meth, enc, stats=stats, calib=dom), 0.5, scope=REGISTRY[meth].scope)
+    peak = hwm() - base
+    out.update(score_extra=hwm() - base2, held_after_stats=base2 - base, total_extra=max(out.get('stats_extra', 0), peak))
+    print(json.dumps(out), flush=True)
+
+
+def run(name, meth):
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_='65536')
+    r = subprocess.run([sys.executable, __file__, '--child', name, meth], capture_output=True, text=True, env=env)
+    if r.returncode: raise SystemExit(f'{name} {meth} failed:\n{r.stderr[-3000:]}')
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def per(b, n): return b / 4 / n  # fp32 values per scored parameter
+
+
+def main():
+    import platform, torch
+    print(__doc__.split('\n\n')[0].strip('\n'))
+    print(f"\n{platform.node()}  torch {torch.__version__}  threads {os.environ.get('OMP_NUM_THREADS')}  "
+          f"{time.strftime('%Y-%m-%d')}\n")
+    rows = [run(m, k) for m in MODELS for k in METHODS]
+    print(f"{'model':12s} {'method':14s} {'scored':>8s} {'act. MB':>8s} {'stats MB':>9s} {'score MB':>9s} {'peak MB':>8s} "
+          f"{'stats-act':>9s} {'peak':>6s} {'peak-act':>8s} {'vs mag.':>8s}  fields")
+    worst = {}
+    for r in rows:
+        mag = next(x for x in rows if x['model'] == r['model'] and x['method'] == 'magnitude')
+        n, mb = r['scored'], lambda b: f"{b / 2**20:8.0f}"
+        act = r['activations'] if 'stats_extra' in r else 0  # only a statistics pass runs the backward
+        r['per_param'] = per(r['total_extra'] - act, n)    # what grows with the scored weights
+        over = per(r['total_extra'] - mag['total_extra'], n)
+        print(f"{r['model']:12s} {r['method']:14s} {n / 1e6:7.1f}M {mb(r['activations'])} {mb(r.get('stats_extra', 0))} "
+              f" {mb(r['score_extra'])} {mb(r['total_extra'])} {per(r.get('stats_extra', act) - act, n):9.2f} "
+              f"{per(r['total_extra'], n):6.2f} {r['per_param']:8.2f} {over:+8.2f}  {','.join(r.get('fields', [])) or '-'}")
+        worst[r['method']] = max(worst.get(r['method'], -1e9), over)
+    print("\nMB: extra resident memory beyond the loaded model (act.: one 4-triplet batch's forward + backward, 128 tokens;")
+    print("stats: the statistics pass, activations included; score: scoring + selection with the statistics held; peak:")
+    print("the larger of the two). The other columns are fp32 values per scored weight: stats-act = the statistics'")
+    print("own cost (target <= 5), peak, peak-act, and vs mag. = the peak minus magnitude's (target <= +5).")
+    for k in METHODS[1:]:
+        print(f"  {k:14s} vs magnitude, worst over the models: {worst[k]:+.2f} {'(target met)' if worst[k] <= 5 else '(target missed)'}")
+
+    # extrapolation, on paper: weights (bf16) + the measured per-scored-parameter cost of the default and of OBD
+    cost = {k: max(r['per_param'] for r in rows if r['method'] == k) for k in METHODS}
+    print("\nExtrapolation (on paper): bf16 weights (2 bytes / parameter) + the worst measured peak-act per scored")
+    print("weight above, times the scored MLP weights; activations not included (they grow with batch x tokens x")
+    print("width x layers, not with the scored weights; act. above for the small models; lower --batch-size for big ones).")
+    shapes = {'0.6B (Qwen3-Embedding-0.6B)': (0.6e9, 28 * 3 * 1024 * 3072), '4B (Qwen3-Embedding-4B)': (4.0e9, 36 * 3 * 2560 * 9728),
+              '7B (E5-Mistral-7B)': (7.1e9, 32 * 3 * 4096 * 14336)}
+    print(f"{'model':30s} {'scored':>7s} " + ' '.join(f"{k:>14s}" for k in METHODS) + "   fits one 80 GB GPU?")
+    for name, (p, n) in shapes.items():
+        gb = {k: (2 * p + 4 * cost[k] * n) / 1e9 for k in METHODS}
+        print(f"{name:30s} {n / 1e9:6.2f}B " + ' '.join(f"{gb[k]:11.1f} GB" for k in METHODS) + "   "
+              + ', '.join(k for k in METHODS if gb[k] < 80 * 0.9))
+    print("8 GPUs (torchrun, data-parallel): the same memory per GPU as one, statistics 8x faster; a model whose")
+    print("accumulators do not fit one GPU needs them sharded (not implemented).")
+
+
+if __name__ == '__main__':
+    if sys.argv[1:2] == ['--child']:
+        import gaprune_nb.core
+        child(*sys.argv[2:4])
+    else: main()
