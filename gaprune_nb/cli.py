@@ -147,6 +147,9 @@ def _add_common(p, model_help='model folder or hub id (default: all-MiniLM-L6-v2
     p.add_argument('--model', default=None, help=model_help)
     p.add_argument('--data', default=None, help='data folder (default: $GAPRUNE_DATA)')
     p.add_argument('--pooling', default=None, choices=POOLINGS, help="default: the model folder's, else mean; decoder models usually want last")
+    _add_load(p)
+
+def _add_load(p):
     p.add_argument('--dtype', default=None, choices=DTYPES, help='dtype of the weights (default float32)')
     p.add_argument('--device', default=None, type=_checked(check_device, 'device'), help="'cpu' (default), 'cuda', 'cuda:N', 'mps'")
 
@@ -228,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument('-n', type=_int_at_least(10), default=1000, help='held-out domain triplets (default 1000)')
     g.add_argument('--n-boot', type=_int_at_least(10), default=200, help='bootstrap resamples for the intervals (default 200)')
     g.add_argument('--data', default=None, help='data folder (default: $GAPRUNE_DATA)')
+    _add_load(g)
     d = sub.add_parser('demo', help='embed domain triplets with a model and print its MLP report'); _add_common(d)
     d.add_argument('--domain', default='finance', choices=['general', 'finance', 'chemistry'])
     d.add_argument('-n', type=_int_at_least(1), default=64, help='number of triplets')
@@ -276,7 +280,7 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
             run(_config(args), args.out, args.limit, args.general, **run_kw())
         elif args.cmd == 'analyze':
             from gaprune_nb.geometry import analyze
-            analyze(args.runs, args.out, args.n, args.n_boot, args.data)
+            analyze(args.runs, args.out, args.n, args.n_boot, args.data, args.device, args.dtype)
             print(Path(args.out, 'geometry.md').read_text(), end=''); print(f"saved: {args.out}")
         elif args.cmd == 'slim':
             from gaprune_nb.slim_pipeline import slim_run

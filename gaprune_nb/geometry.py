@@ -208,7 +208,9 @@ def analyze(runs:list,            # Run folders written by `gaprune prune` / `ru
             out,                  # Folder for geometry.csv, geometry.md and the figures
             n:int=1000,           # Held-out triplets
             n_boot:int=200,       # Bootstrap resamples for the intervals
-            data=None             # Data folder (default $GAPRUNE_DATA)
+            data=None,            # Data folder (default $GAPRUNE_DATA)
+            device:str|None=None, # Where the models embed: 'cpu' (None), 'cuda', 'cuda:N', 'mps'
+            dtype:str|None=None   # dtype of their weights: None (float32), 'bfloat16' or 'float16'
            ) -> 'pd.DataFrame':
     "Geometry table and figures of saved runs against their dense model, on held-out domain triplets."
     import json, matplotlib.pyplot as plt
@@ -228,8 +230,9 @@ def analyze(runs:list,            # Run folders written by `gaprune prune` / `ru
     model, domain = models.pop(), domains.pop()
     exclude = {q for r in runs if (r/'calibration').is_dir() for d in load_calibration(r/'calibration').values() for q in d['query']}
     trip = heldout_triplets(domain, exclude, n, root=data)
-    embs = {'dense': embed_triplets(Encoder.from_pretrained(model or minilm_path()), trip)}
-    for r in runs: embs[r.name] = embed_triplets(Encoder.from_pretrained(r), trip)
+    load = lambda src: Encoder.from_pretrained(src, device=device, dtype=dtype)
+    embs = {'dense': embed_triplets(load(model or minilm_path()), trip)}
+    for r in runs: embs[r.name] = embed_triplets(load(r), trip)
     tab = geometry_table(embs, n_boot=n_boot)
     out.mkdir(parents=True, exist_ok=True)
     tab.to_csv(out/'geometry.csv', index=False)

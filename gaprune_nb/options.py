@@ -165,6 +165,8 @@ class SlimConfig:
     seed: int = 0                 # sampling, batch order, initialisation
     data: str|None = None         # data folder; None: $GAPRUNE_DATA
     pooling: str|None = None      # None: the model folder's (sentence-transformers) pooling, else 'mean'
+    dtype: str|None = None        # dtype of the weights: None (float32), 'bfloat16' or 'float16'
+    device: str|None = None       # 'cpu' (None), 'cuda', 'cuda:N' or 'mps': every stage runs there
 
     def __post_init__(self):
         if self.domain not in DOMAINS or self.domain == 'general':
@@ -177,6 +179,8 @@ class SlimConfig:
         if self.gate_weights not in ('frozen', 'full', 'lora'): raise ValueError(f"gate_weights must be 'frozen', 'full' or 'lora', not {self.gate_weights!r}")
         if self.finetune not in ('full', 'lora', 'none'): raise ValueError(f"finetune must be 'full', 'lora' or 'none', not {self.finetune!r}")
         if self.pooling not in (None,) + POOLINGS: raise ValueError(f"pooling must be one of {POOLINGS}, not {self.pooling!r}")
+        if self.dtype not in (None,) + DTYPES: raise ValueError(f"dtype must be one of {DTYPES}, not {self.dtype!r}")
+        check_device(self.device)
         for k in ('drop_mlp', 'gate_steps', 'finetune_steps'):
             if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 0): raise ValueError(f"{k} must be an integer >= 0, not {getattr(self, k)!r}")
         for k in ('batch_size', 'n_calib', 'train_max_length'):

@@ -40,7 +40,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     src = model_source(cfg.model or minilm_path()) if encoder is None else None
     seed_everything(cfg.seed)
     with stage(t, 'load model', say):
-        enc = Encoder.from_pretrained(src, pooling=cfg.pooling) if encoder is None else encoder
+        enc = Encoder.from_pretrained(src, pooling=cfg.pooling, dtype=cfg.dtype, device=cfg.device) if encoder is None else encoder
         before = _params(enc)
         trip = domain_triplets(cfg.domain, root=cfg.data).shuffle(seed=cfg.seed)
         n_train = cfg.batch_size * max(cfg.gate_steps, cfg.finetune_steps, 1)
@@ -56,7 +56,8 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
             gates = train_gates(enc, train, cfg.gate_steps, cfg.lam, cfg.gate_lr, cfg.gate_weights, cfg.batch_size, cfg.seed, say, hist)
             scores = gate_scores(gates)
         else:
-            rc = RunConfig(model=cfg.model, domain=cfg.domain, method=cfg.scorer, n_calib=cfg.n_calib, seed=cfg.seed, data=cfg.data)
+            rc = RunConfig(model=cfg.model, domain=cfg.domain, method=cfg.scorer, n_calib=cfg.n_calib, seed=cfg.seed, data=cfg.data,
+                           pooling=cfg.pooling, dtype=cfg.dtype, device=cfg.device)
             calib = calibrate(enc, rc, say) if method(cfg.scorer).calib else {}
             stats = statistics(enc, calib, rc, show_progress=say)[0] if method(cfg.scorer).stats else None
             scores = neuron_scores(enc, score(enc, rc, stats, calib))
