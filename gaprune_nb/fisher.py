@@ -302,7 +302,8 @@ def gradient_statistics(
 
     n = dict(gen=len(general), dom=len(domain))
     div = lambda f: n[f[-3:]] if f.startswith(('fisher', 'grad')) else 1  # sums -> means; the paired sums stay sums
-    out = {f: {k: (v / div(f)).float() for k, v in acc[f].items()} if f in fields else None for f in STAT_FIELDS}
+    out = {f: {k: v.div_(div(f)).float() for k, v in acc.pop(f).items()} if f in fields else None  # in place: no second copy
+           for f in STAT_FIELDS}
     meta = dict(ident)  # no time stamp: the same statistics give the same bytes
     return GradientStats(**out, n_gen=n['gen'], n_dom=n['dom'], n_batches=n_pairs, manifest=meta)
 
