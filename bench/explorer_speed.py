@@ -2,7 +2,8 @@
 
     HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/explorer_speed.py > results/bench/explorer_speed.txt
 
-Statistics from 64 + 64 finance calibration triplets (computed once, not timed), 64 held-out triplets for the proxies (texts cut at 128 tokens).
+Statistics and activation norms from 64 + 64 finance calibration triplets (computed once when the explorer is made, not
+timed), 64 held-out triplets for the proxies (texts cut at 128 tokens).
 Each update is timed once per setting, in the order a user would click: a new method or knob rescores and reselects;
 a new sparsity or scope only reselects (the scores are cached).
 """

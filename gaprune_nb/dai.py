@@ -16,7 +16,7 @@ from .options import METHODS, NORMALIZATIONS, ScoreConfig, method as method_spec
 
 # %% auto #0
 __all__ = ['SCORERS', 'scored_weights', 'check_stats', 'term_scale', 'dai_scores', 'calib_batches', 'activation_norms',
-           'gaprune_scores', 'scorer', 'importance']
+           'ActivationNorms', 'gaprune_scores', 'scorer', 'importance']
 
 # %% ../nbs/05_dai.ipynb #24b4908a
 def scored_weights(model:nn.Module|dict,     # A model, or already a dict {name: weight tensor}
@@ -119,9 +119,11 @@ def activation_norms(encoder:Encoder,             # The model to calibrate (toke
                      params:list[str]|None=None,   # Linear names; default `mlp_linears(encoder)`
                      batch_size:int=16,            # Texts per forward pass
                      show_progress:bool=False      # Progress bar
-                    ) -> dict:
+                    ) -> ActivationNorms:
     "L2 norm of every input feature of each Linear over all real (non-padding) calibration tokens: {name: (in_features,)}."
     if not isinstance(encoder, Encoder): raise TypeError(f"activation_norms needs an Encoder (for its tokenizer), got {type(encoder).__name__}.")
+    if isinstance(calib, ActivationNorms):  # computed before: calibrate once, score many times (the explorer does)
+        return ActivationNorms({k: calib[k] for k in (params or calib)})
     lins = {k: encoder.get_submodule(k) for k in (params or mlp_linears(encoder))}
     sq = {k: torch.zeros(l.in_features, dtype=torch.float64, device=l.weight.device) for k, l in lins.items()}
     state = {}
@@ -141,7 +143,10 @@ def activation_norms(encoder:Encoder,             # The model to calibrate (toke
                 encoder(batch=batch)
     finally:
         for h in handles: h.remove()
-    return {k: v.sqrt().float() for k, v in sq.items()}
+    return ActivationNorms({k: v.sqrt().float() for k, v in sq.items()})
+
+class ActivationNorms(dict):
+    "What `activation_norms` returns; passed as `calib` to a scorer (Wanda, RIA, ...), it is used instead of a new pass."
 
 # %% ../nbs/05_dai.ipynb #e1be0bc8
 def _stored(d:dict|None, dtype:str|None) -> dict|None:

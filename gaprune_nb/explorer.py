@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from .arch import find_layers
-from .dai import importance
+from .dai import activation_norms, importance
 from .geometry import layer_profile
 from .masks import make_mask, mask_difference
 from .options import REGISTRY, ScoreConfig, check_scope
@@ -26,7 +26,8 @@ class Explorer:
                  calib=None,                # Domain calibration triplets (for Wanda / RIA activations)
                  batch_size:int=64,         # Texts per forward pass of the proxies
                  max_length:int=128):       # Token limit of the proxies' texts (speed; the dense reference uses the same)
-        self.enc, self.stats, self.calib, self.bs, self.max_length = encoder, stats, calib, batch_size, max_length
+        self.enc, self.stats, self.bs, self.max_length = encoder, stats, batch_size, max_length
+        self.calib = activation_norms(encoder, calib) if calib is not None else None  # one calibration pass, reused by every state
         self.lin = {n: lin for l in find_layers(encoder) for n, lin in l.linears().items()}
         self.dense_w = {n: lin.weight.detach().clone() for n, lin in self.lin.items()}
         self.texts = [list(heldout[c]) for c in ('query', 'positive', 'negative')]

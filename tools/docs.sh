@@ -6,4 +6,5 @@ export OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 PATH="$PWD/tools:$PWD/.venv/bin:$PATH"
 export GAPRUNE_DATA="${GAPRUNE_DATA:-$(cd .. && pwd)/shared/data}"
 nbdev_docs
 python3 tools/offline_math.py _docs   # KaTeX from the npm registry into the site: formulas render offline
+python3 tools/check_math.py _docs     # every formula typeset (headless Chromium; skipped without it)
 echo "docs: $PWD/_docs/index.html"
