@@ -446,4 +446,7 @@ d = { 'settings': { 'branch': 'main',
                                   'gaprune_nb.store.to_json': ('store.html#to_json', 'gaprune_nb/store.py'),
                                   'gaprune_nb.store.write_bytes': ('store.html#write_bytes', 'gaprune_nb/store.py'),
                                   'gaprune_nb.store.write_json': ('store.html#write_json', 'gaprune_nb/store.py'),
-                                  'gaprune_nb.store.write_text': ('store.html#write_text', 'gaprune_nb/store.py')}}}
+                                  'gaprune_nb.store.write_text': ('store.html#write_text', 'gaprune_nb/store.py')},
+            'gaprune_nb.vocab': { 'gaprune_nb.vocab._renumbered_tokenizer': ('vocab.html#_renumbered_tokenizer', 'gaprune_nb/vocab.py'),
+                                  'gaprune_nb.vocab.domain_vocab': ('vocab.html#domain_vocab', 'gaprune_nb/vocab.py'),
+                                  'gaprune_nb.vocab.prune_vocab': ('vocab.html#prune_vocab', 'gaprune_nb/vocab.py')}}}
