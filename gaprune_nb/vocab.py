@@ -16,7 +16,7 @@ from .core import Encoder
 # %% auto #0
 __all__ = ['domain_vocab', 'prune_vocab']
 
-# %% ../nbs/07b_vocab.ipynb #75a6ec66
+# %% ../nbs/07b_vocab.ipynb #5743e291
 def domain_vocab(encoder:Encoder,           # The model whose tokenizer (and prompts) split the texts
                  texts:list[str]|dict,      # Texts, or {'query': [...], 'document': [...]} to add each kind's prompt
                  characters:bool=True,      # Also keep every single-character piece, so unseen words spell out, not [UNK]
@@ -33,7 +33,7 @@ def domain_vocab(encoder:Encoder,           # The model whose tokenizer (and pro
         ids.update(i for t, i in encoder.tokenizer.get_vocab().items() if len(t) == 1 or (t.startswith('##') and len(t) == 3))
     return sorted(ids)
 
-# %% ../nbs/07b_vocab.ipynb #761d3cec
+# %% ../nbs/07b_vocab.ipynb #f55b97f9
 def _renumbered_tokenizer(tok, keep:list[int]):
     "A copy of WordPiece tokenizer `tok` whose vocabulary is `keep` (old ids), renumbered 0..len(keep)-1 in that order."
     tj = json.loads(tok.backend_tokenizer.to_str())
