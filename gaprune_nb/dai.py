@@ -11,7 +11,8 @@ from torch import nn, Tensor
 from tqdm.auto import tqdm
 
 from .core import Encoder, evaluating, mlp_linears
-from .masks import kth_largest, make_mask, apply_mask, MaskError
+from .masks import PerMatrix, kth_largest, make_mask, apply_mask, MaskError
+from .fisher import all_reduce_sum, rank_world
 from .options import METHODS, NORMALIZATIONS, ScoreConfig, method as method_spec, stat_fields  # the registry and the DAI settings
 
 # %% auto #0
@@ -98,7 +99,8 @@ def dai_scores(weights:dict,                 # {name: weight tensor} (see `score
 
 # %% ../nbs/05_dai.ipynb #fa7eb511
 def calib_batches(calib,          # A list of texts, or a dataset / dict with query, positive (and negative) columns
-                  batch_size:int   # Texts per batch
+                  batch_size:int,  # Texts per batch
+                  shard:bool=False # Under torch.distributed: only this process's share (every world-th batch)
                  ):
     "(kind, texts) batches from a list of texts (documents) or a dataset / dict with query/positive/negative columns."
     if isinstance(calib, (list, tuple)):
@@ -110,8 +112,10 @@ def calib_batches(calib,          # A list of texts, or a dataset / dict with qu
         if not {'query', 'positive'} <= set(names):
             raise TypeError("calib must be a list of texts or a dataset with 'query', 'positive' (and 'negative') columns.")
         cols = [('query', list(calib['query']))] + [('document', list(calib[c])) for c in ('positive', 'negative') if c in names]
-    for kind, texts in cols:
-        for i in range(0, len(texts), batch_size): yield kind, texts[i:i+batch_size]
+    rank, world = rank_world() if shard else (0, 1)
+    batches = ((kind, texts[i:i+batch_size]) for kind, texts in cols for i in range(0, len(texts), batch_size))
+    for j, b in enumerate(batches):
+        if j % world == rank: yield b
 
 @torch.no_grad()
 def activation_norms(encoder:Encoder,             # The model to calibrate (tokenizer and prompts come from it)
@@ -137,12 +141,13 @@ def activation_norms(encoder:Encoder,             # The model to calibrate (toke
     handles = [l.register_forward_pre_hook(hook(k)) for k, l in lins.items()]
     try:
         with evaluating(encoder):
-            for kind, texts in tqdm(list(calib_batches(calib, batch_size)), disable=not show_progress, desc='calibration', unit='batch'):
+            for kind, texts in tqdm(list(calib_batches(calib, batch_size, shard=True)), disable=not show_progress, desc='calibration', unit='batch'):
                 batch = encoder.tokenize(texts, kind)
                 state['mask'] = batch['attention_mask'].bool()
                 encoder(batch=batch)
     finally:
         for h in handles: h.remove()
+    all_reduce_sum(sq.values())  # data-parallel under torchrun / accelerate: each process had its share of the batches
     return ActivationNorms({k: v.sqrt().float() for k, v in sq.items()})
 
 class ActivationNorms(dict):
@@ -198,20 +203,20 @@ def _random(w, seed=0, **_):
     return {k: torch.rand(v.shape, generator=gen).to(v.device) for k, v in w.items()}
 
 @scorer('magnitude')
-def _magnitude(w, **_): return {k: v.float().abs() for k, v in w.items()}
+def _magnitude(w, **_): return PerMatrix(w, lambda k: w[k].float().abs())
 
 def _fisher_times_magnitude(kind):
     def f(w, stats=None, **_):
         fi = stats.fisher_gen if kind == 'gen' else stats.fisher_dom
         check_stats(w, **{f'fisher_{kind}': fi})
-        return {k: fi[k].float() * v.float().abs() for k, v in w.items()}
+        return PerMatrix(w, lambda k: fi[k].float() * w[k].float().abs())
     return f
 scorer('fisher-gen')(_fisher_times_magnitude('gen')); scorer('fisher-dom')(_fisher_times_magnitude('dom'))
 
 @scorer('wanda')
 def _wanda(w, model=None, calib=None, **_):
     norms = activation_norms(model, calib, params=list(w))
-    return {k: v.float().abs() * norms[k].to(v.device) for k, v in w.items()}
+    return PerMatrix(w, lambda k: w[k].float().abs() * norms[k].to(w[k].device))
 
 @scorer('gaprune-paper')
 def _gaprune_paper(w, stats=None, config=None, **_): return gaprune_scores(w, stats, config)
@@ -226,7 +231,8 @@ def importance(method:str,                  # One of `METHODS`
                calib=None,                  # Calibration texts or triplets for 'wanda'
                seed:int=0,                  # For 'random'
                config:ScoreConfig|None=None, # For the DAI and OBD methods
-               params:list[str]|None=None    # Linear names to score; default all MLP matrices
+               params:list[str]|None=None,   # Linear names to score; default all MLP matrices
+               lazy:bool=False               # Return a `PerMatrix` that makes each matrix's scores when read, where it can
               ) -> dict:
     "Importance of every scored weight by `method`: {name: fp32 tensor}, higher = keep."
     m = method_spec(method)
@@ -239,4 +245,5 @@ def importance(method:str,                  # One of `METHODS`
     if m.stats and hasattr(stats, 'require'): stats.require(stat_fields(method, config), f"Method {method!r}")  # a GradientStats
     if m.calib and not m.stats and calib is None:
         raise ValueError(f"Method {method!r} needs `calib`: calibration texts or triplets.")
-    return SCORERS[method](w, model=model, stats=stats, calib=calib, seed=seed, config=config)
+    out = SCORERS[method](w, model=model, stats=stats, calib=calib, seed=seed, config=config)
+    return out if lazy else dict(out)  # the scorers of `per_matrix` methods return a `PerMatrix`

@@ -21,7 +21,7 @@ from .stats_io import (StatsCorrupt, StatsMismatch, check_identity, dataset_iden
 
 # %% auto #0
 __all__ = ['STAT_FIELDS', 'MODES', 'triplet_grads', 'grad_stream', 'GradientStats', 'scored_linears', 'rank_world', 'barrier',
-           'gradient_statistics', 'checkpoint_step']
+           'all_reduce_sum', 'gradient_statistics', 'checkpoint_step']
 
 # %% ../nbs/03_fisher.ipynb #9042c90a
 class _Taps:
@@ -198,6 +198,12 @@ def barrier():
     import torch.distributed as dist
     if rank_world()[1] > 1: dist.barrier()
 
+def all_reduce_sum(tensors):
+    "Sum each tensor in place over the processes of the group (a no-op in a single process)."
+    import torch.distributed as dist
+    if rank_world()[1] > 1:
+        for v in tensors: dist.all_reduce(v, op=dist.ReduceOp.SUM)
+
 def _check_triplets(ds, what):
     cols = getattr(ds, 'column_names', None)
     if cols is None: raise TypeError(f"{what}: expected a datasets.Dataset of triplets, got {type(ds).__name__}.")
@@ -295,10 +301,7 @@ def gradient_statistics(
     finally:
         for p, f in flags.items(): p.requires_grad_(f)
         for m, t in modes.items(): m.training = t
-    if world > 1:
-        import torch.distributed as dist
-        for d in acc.values():
-            for v in d.values(): dist.all_reduce(v, op=dist.ReduceOp.SUM)
+    all_reduce_sum(v for d in acc.values() for v in d.values())
 
     n = dict(gen=len(general), dom=len(domain))
     div = lambda f: n[f[-3:]] if f.startswith(('fisher', 'grad')) else 1  # sums -> means; the paired sums stay sums

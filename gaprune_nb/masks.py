@@ -5,6 +5,7 @@
 # %% ../nbs/04c_masks.ipynb #d297314f
 from __future__ import annotations
 import math, re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Callable
 
@@ -18,8 +19,8 @@ from .store import save_tensors
 from .options import SCOPES, check_scope
 
 # %% auto #0
-__all__ = ['CHUNK', 'MaskError', 'kth_largest', 'layer_of', 'make_mask', 'resolve_mask', 'apply_mask', 'mask_difference',
-           'save_mask', 'load_mask', 'mask_metadata', 'sparsity_report']
+__all__ = ['CHUNK', 'MaskError', 'PerMatrix', 'kth_largest', 'layer_of', 'make_mask', 'resolve_mask', 'apply_mask',
+           'mask_difference', 'save_mask', 'load_mask', 'mask_metadata', 'sparsity_report']
 
 # %% ../nbs/04c_masks.ipynb #54620b18
 CHUNK = 1 << 18  # values per chunk in every pass over the scores: bounds the working memory
@@ -71,8 +72,17 @@ def _select(scores:dict, k:int, key:Callable|None=None) -> tuple[int, int]:
     return ((h - (1 << 15)) << 16) + l, k - above_h - above_l
 
 # %% ../nbs/04c_masks.ipynb #8b68599a
+class PerMatrix(Mapping):
+    "A read-only `{name: f(name)}` made when read, one matrix at a time: a whole model's scores never exist at once."
+    def __init__(self, names, f): self.names, self.f, self._set = list(names), f, set(names)
+    def __getitem__(self, k):
+        if k not in self._set: raise KeyError(k)
+        return self.f(k)
+    def __iter__(self): return iter(self.names)
+    def __len__(self): return len(self.names)
+
 def _numel(scores:dict) -> int:
-    if not isinstance(scores, dict) or not scores:
+    if not isinstance(scores, Mapping) or not scores:
         raise MaskError("Expected a non-empty dict of score tensors: {qualified Linear name: tensor}.")
     return sum(_flat(n, s).numel() for n, s in scores.items())
 
@@ -154,9 +164,11 @@ def make_mask(scores:dict,                  # {qualified Linear name: score tens
     if groups is None:
         groups = {'global': lambda nm: '', 'layer': layer_of, 'matrix': lambda nm: nm}[scope]
     by = {}
-    for nm, s in scores.items(): by.setdefault(groups(nm), {})[nm] = s
+    for nm in scores: by.setdefault(groups(nm), []).append(nm)
     out = {}
-    for sub in by.values(): out.update(_topk_mask(sub, _n_keep(_numel(sub), sparsity)))
+    for names in by.values():  # a view of each group: scores made matrix by matrix (`PerMatrix`) stay so
+        sub = PerMatrix(names, scores.__getitem__)
+        out.update(_topk_mask(sub, _n_keep(_numel(sub), sparsity)))
     return {nm: out[nm] for nm in scores}
 
 # %% ../nbs/04c_masks.ipynb #a61726a9

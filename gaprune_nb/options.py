@@ -23,22 +23,25 @@ class Method:
     update: bool = False  # prunes with an OBS weight update of the kept weights (needs calibration, see `sparsegpt`)
     module: str = 'gaprune_nb.dai'  # the module that registers its scorer (imported when the method is first used)
     scope: str = 'global'           # default mask scope (`RunConfig.scope=None` takes it)
+    per_matrix: bool = False        # its scorer makes each matrix's scores when read (`importance(lazy=True)` keeps it so)
 
 _SAL = 'gaprune_nb.saliency'
 REGISTRY = {m.name: m for m in [
     Method('random', False, False, 'uniformly random scores (a floor)'),
-    Method('magnitude', False, False, '|W|'),
-    Method('fisher-gen', True, True, 'general-domain diagonal Fisher'),
-    Method('fisher-dom', True, True, 'target-domain diagonal Fisher'),
-    Method('wanda', False, True, "|W| x input activation norm on domain triplets (Wanda)"),
+    Method('magnitude', False, False, '|W|', per_matrix=True),
+    Method('fisher-gen', True, True, 'general-domain diagonal Fisher', per_matrix=True),
+    Method('fisher-dom', True, True, 'target-domain diagonal Fisher', per_matrix=True),
+    Method('wanda', False, True, "|W| x input activation norm on domain triplets (Wanda)", per_matrix=True),
     Method('gaprune', False, True, "the default, chosen by measurement in 13_exp_oneshot: |W| x input activation norm "
-           "on domain triplets per output row (Wanda's scope); it beat every gradient-based saliency there", scope='row'),
+           "on domain triplets per output row (Wanda's scope); it beat every gradient-based saliency there", scope='row', per_matrix=True),
     Method('gaprune-paper', True, True, "DAI as the paper writes it: [(F_dom - beta F_gen)|θ| + gamma sqrt|θ|](1 + alpha s_g)"),
     Method('gaprune-official', True, True, "DAI with the public GAPrune code's settings"),
-    Method('obd', True, True, "loss-increase saliency ½θ²(F_dom + lam F_gen), each Fisher trace-normalised", module=_SAL),
-    Method('obd-kfac', True, True, "OBD with each Fisher denoised to row-sum × column-sum (K-FAC's diagonal)", module=_SAL),
+    Method('obd', True, True, "loss-increase saliency ½θ²(F_dom + lam F_gen), each Fisher trace-normalised", module=_SAL,
+           per_matrix=True),
+    Method('obd-kfac', True, True, "OBD with each Fisher denoised to row-sum × column-sum (K-FAC's diagonal)", module=_SAL,
+           per_matrix=True),
     Method('balanced', True, True, "keep a weight if domain OBD or general OBD ranks it high", module=_SAL),
-    Method('ria', False, True, "relative importance × activation^½ on domain triplets (RIA)", module=_SAL),
+    Method('ria', False, True, "relative importance × activation^½ on domain triplets (RIA)", module=_SAL, per_matrix=True),
     Method('sparsegpt', False, True, "SparseGPT: OBS mask and weight update from the domain triplets' input Hessians",
            update=True, module='gaprune_nb.sparsegpt'),
 ]}

@@ -234,10 +234,11 @@ def statistics(enc:Encoder,                 # The model (its scored MLP weights 
 def score(enc:Encoder,                  # The model whose weights are scored
           cfg:RunConfig,                 # The run's method (with `cfg.score` for GAPrune) and seed
           stats:GradientStats|None=None, # From `statistics`, for the methods that need them
-          calib:dict|None=None            # From `calibrate`, for the methods that need activations
+          calib:dict|None=None,           # From `calibrate`, for the methods that need activations
+          lazy:bool=False                 # Scores made matrix by matrix when read, where the method allows (see `importance`)
          ) -> dict:
     "Stage 3: the importance of every scored weight, {name: tensor} (higher = keep)."
-    return importance(cfg.method, enc, stats=stats, calib=(calib or {}).get(cfg.domain), seed=cfg.seed, config=cfg.score)
+    return importance(cfg.method, enc, stats=stats, calib=(calib or {}).get(cfg.domain), seed=cfg.seed, config=cfg.score, lazy=lazy)
 
 def select(scores:dict,    # From `score`: {name: tensor}, higher = keep
            cfg:RunConfig    # The run's sparsity and scope
@@ -298,8 +299,8 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     if m.stats and stats is None:
         with stage(timings, 'gradient statistics', say):
             stats, resumed = statistics(enc, calib, cfg, work, cache is not None, checkpoint_every, show_progress)
-    with stage(timings, 'scores and mask', say): mask = None if m.update else select(score(enc, cfg, stats, calib), cfg)
-    mag = select(importance('magnitude', enc), cfg)  # on the dense weights
+    with stage(timings, 'scores and mask', say): mask = None if m.update else select(score(enc, cfg, stats, calib, lazy=True), cfg)
+    mag = select(importance('magnitude', enc, lazy=True), cfg)  # on the dense weights
     with stage(timings, 'prune' + (' with OBS update' if m.update or cfg.update else ''), say):
         mask = apply(enc, mask, cfg, calib)
     diff = mask_difference(mask, mag)
@@ -319,11 +320,12 @@ def memory_needed(enc:Encoder,  # The loaded model
     "Bytes a run needs beyond the loaded model, by part (the parts that grow with the number of scored weights)."
     sizes = [m.weight.numel() for m in mlp_linears(enc).values()]
     n, big = sum(sizes), max(sizes)
+    scores = 4 * big if method(cfg.method).per_matrix else 4 * n  # scores made matrix by matrix, or all at once
     fields = stat_fields(cfg.method, cfg.score)
     paired = any(f in fields for f in ('cross', 'sq_gen', 'sq_dom'))
     return {'gradient statistics': 4 * n * (len(fields) + 2 * paired),
             'per-sample gradients': 4 * big * (cfg.batch_size + 2) if fields else 0,
-            'scores and masks': 4 * n + 2 * n}
+            'scores and masks': scores + 2 * n}  # + the method's mask and magnitude's (bool)
 
 def check_memory(enc:Encoder,               # The loaded model
                  cfg:RunConfig,             # The run's settings

@@ -4,11 +4,11 @@
 
 # %% ../nbs/05b_saliency.ipynb #99087bfb
 from __future__ import annotations
-from collections.abc import Mapping
 import torch
 from torch import Tensor
 
 from .dai import activation_norms, check_stats, scorer, term_scale
+from .masks import PerMatrix
 from .options import ScoreConfig
 
 # %% auto #0
@@ -32,9 +32,8 @@ def obd_scores(weights:dict,               # {name: weight tensor}
     check_stats(weights, fisher_dom=fisher_dom, **({'fisher_gen': fisher_gen} if lam else {}))
     # each Fisher divided by its mean (its trace over its size), matrix by matrix: no normalised copy of the whole model
     sd, sg = (term_scale(fisher_dom, 'mean'), term_scale(fisher_gen, 'mean') if lam else 1.0)
-    out = {}
-    for k, w in weights.items():
-        w = w.float()
+    def one(k):
+        w = weights[k].float()
         f = fisher_dom[k].float() / sd
         if lam: f = f + lam * (fisher_gen[k].float() / sg)
         s = 0.5 * w.abs().pow(exponent) * f
@@ -42,17 +41,10 @@ def obd_scores(weights:dict,               # {name: weight tensor}
             g = grad_dom[k].float() / sd**0.5 + (lam * grad_gen[k].float() / sg**0.5 if lam and grad_gen is not None else 0)
             s = s - g * w
         if alpha and s_g is not None: s = s * (1 + alpha * s_g[k].float().clamp(-1, 1))
-        out[k] = s
-    return out
+        return s
+    return PerMatrix(weights, one)  # made when read: `dict(...)` it to keep them all
 
 # %% ../nbs/05b_saliency.ipynb #eb57cb6d
-class _PerMatrix(Mapping):
-    "A read-only `{name: f(d[name])}` made when read, one matrix at a time: the whole model's copy never exists."
-    def __init__(self, d, f): self.d, self.f = d, f
-    def __getitem__(self, k): return self.f(self.d[k])
-    def __iter__(self): return iter(self.d)
-    def __len__(self): return len(self.d)
-
 def _rank_one(f):
     f = f.float()
     if f.dim() != 2: return f
@@ -60,9 +52,9 @@ def _rank_one(f):
     return torch.outer(f.sum(1), f.sum(0)) / tot if tot > 0 else f.clone()
 
 def kfac_diagonal(fisher:dict # {name: diagonal Fisher, (out, in)}
-                 ) -> Mapping:
+                 ) -> PerMatrix:
     "Rank-one (row-sum × column-sum / total) approximation of each matrix's diagonal Fisher (made when read)."
-    return _PerMatrix(fisher, _rank_one)
+    return PerMatrix(fisher, lambda k: _rank_one(fisher[k]))
 
 # %% ../nbs/05b_saliency.ipynb #b1a4da46
 def percentile_ranks(scores:dict # {name: tensor}
@@ -87,13 +79,12 @@ def ria_scores(weights:dict,   # {name: weight (out, in)}
                norms:dict,     # {name: input activation L2 norm per feature (in,)}, see `activation_norms`
                power:float=0.5 # exponent of the activation norm (the paper's a = 0.5)
               ) -> dict:
-    "RIA: (|W_ij| / Σ_j|W_i·| + |W_ij| / Σ_i|W_·j|) × ‖X_j‖^power."
-    out = {}
-    for k, w in weights.items():
-        a = w.float().abs()
-        out[k] = (a / a.sum(1, keepdim=True).clamp_min(1e-12) + a / a.sum(0, keepdim=True).clamp_min(1e-12)) \
-                 * norms[k].float().to(a.device).pow(power)
-    return out
+    "RIA: (|W_ij| / Σ_j|W_i·| + |W_ij| / Σ_i|W_·j|) × ‖X_j‖^power (made matrix by matrix when read)."
+    def one(k):
+        a = weights[k].float().abs()
+        return (a / a.sum(1, keepdim=True).clamp_min(1e-12) + a / a.sum(0, keepdim=True).clamp_min(1e-12)) \
+               * norms[k].float().to(a.device).pow(power)
+    return PerMatrix(weights, one)
 
 # %% ../nbs/05b_saliency.ipynb #5ad3d455
 def _obd(w, stats, cfg:ScoreConfig, which:str='mixed', denoise:bool=False):

@@ -10,6 +10,7 @@ from tqdm.auto import tqdm
 
 from .core import Encoder, evaluating, find_layers
 from .dai import calib_batches
+from .fisher import all_reduce_sum
 
 # %% auto #0
 __all__ = ['input_hessians', 'obs_prune_matrix', 'obs_prune']
@@ -33,14 +34,16 @@ def input_hessians(encoder:Encoder,   # The model (tokenizer and prompts come fr
     handles = [l.register_forward_pre_hook(hook(k)) for k, l in lins.items()]
     try:
         with evaluating(encoder):
-            for kind, texts in calib_batches(calib, batch_size):
+            for kind, texts in calib_batches(calib, batch_size, shard=True):
                 batch = encoder.tokenize(texts, kind)
                 state['mask'] = batch['attention_mask'].bool()
                 n['n'] += int(state['mask'].sum())
                 encoder(batch=batch)
     finally:
         for h in handles: h.remove()
-    return {k: (2 * v / max(n['n'], 1)).float() for k, v in H.items()}
+    count = torch.tensor([float(n['n'])], dtype=torch.float64, device=next(iter(H.values())).device)
+    all_reduce_sum([*H.values(), count])  # data-parallel: each process had its share of the batches
+    return {k: (2 * v / max(float(count), 1.0)).float() for k, v in H.items()}
 
 # %% ../nbs/05c_sparsegpt.ipynb #dc7192c8
 @torch.no_grad()

@@ -91,3 +91,34 @@ def test_torchrun_prune(tmp_path):
     a, b = load_mask(tmp_path/'one'/'mask.safetensors'), load_mask(tmp_path/'two'/'mask.safetensors')
     differ = sum(int((a[k] != b[k]).sum()) for k in a) / sum(a[k].numel() for k in a)
     assert differ < 1e-4, differ  # float sums in another order may swap weights tied at the threshold, nothing more
+
+
+def _calib_worker(rank, world, port, out):
+    import torch.distributed as dist
+    from gaprune_nb.dai import activation_norms
+    from gaprune_nb.sparsegpt import input_hessians
+    from gaprune_nb.core import mlp_linears
+    torch.set_num_threads(1)
+    dist.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}', rank=rank, world_size=world)
+    try:
+        enc = Encoder(*tiny_model('bert', seed=2))
+        norms = activation_norms(enc, Dataset.from_dict(DOM), batch_size=2)
+        hess = input_hessians(enc, Dataset.from_dict(DOM), list(mlp_linears(enc)), batch_size=2)
+        if rank == 0: torch.save(dict(norms=dict(norms), hess=hess), out)
+    finally: dist.destroy_process_group()
+
+
+def test_activation_norms_and_hessians_two_processes_equal_one(tmp_path):
+    "Wanda's activation norms and SparseGPT's input Hessians, each process on its share of the batches: equal to one process."
+    from gaprune_nb.dai import activation_norms
+    from gaprune_nb.sparsegpt import input_hessians
+    from gaprune_nb.core import mlp_linears
+    mp.spawn(_calib_worker, args=(2, _free_port(), str(tmp_path/'two.pt')), nprocs=2, join=True)
+    two = torch.load(tmp_path/'two.pt')
+    enc = Encoder(*tiny_model('bert', seed=2))
+    one = dict(norms=activation_norms(enc, Dataset.from_dict(DOM), batch_size=2),
+               hess=input_hessians(enc, Dataset.from_dict(DOM), list(mlp_linears(enc)), batch_size=2))
+    for part in ('norms', 'hess'):
+        for k, y in one[part].items():
+            x = two[part][k]
+            assert (x - y).abs().max() <= 1e-6 * y.abs().max() + 1e-12, (part, k)

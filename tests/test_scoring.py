@@ -97,3 +97,17 @@ def test_cli_magnitude_with_obs_update(tmp_path):
     import json
     rep = json.loads((tmp_path / 'run' / 'gaprune_report.json').read_text())
     assert rep['config']['update'] == 'obs' and abs(rep['sparsity'] - 0.5) < 1e-6
+
+
+@pytest.mark.parametrize('name', [n for n, m in REGISTRY.items() if not m.update])
+def test_lazy_scores_same_mask(setup, name):
+    "importance(lazy=True): a PerMatrix exactly for the `per_matrix` methods, the same scores and the same masks as eager."
+    from gaprune_nb.masks import PerMatrix
+    enc, stats = setup
+    eager = importance(name, enc, stats=stats, calib=DOM, seed=1)
+    lazy = importance(name, enc, stats=stats, calib=DOM, seed=1, lazy=True)
+    assert isinstance(eager, dict) and isinstance(lazy, PerMatrix) == method(name).per_matrix
+    for k in eager: assert torch.equal(lazy[k], eager[k]), k
+    for scope in ('global', 'row'):
+        a, b = make_mask(lazy, 0.5, scope), make_mask(eager, 0.5, scope)
+        for k in a: assert torch.equal(a[k], b[k]), (scope, k)
