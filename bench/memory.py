@@ -11,7 +11,8 @@ size when the phase started, i.e. everything the phase allocated at its worst mo
 Phases:
   statistics   `gradient_statistics` with the fields the method reads (`options.stat_fields`), 4 general + 4 finance
                triplets, batch 4, 128 tokens (the activations of such a batch are in the figure)
-  scoring      `importance` (for Wanda / the default: its calibration pass over the same 4 domain triplets) followed
+  scoring      `importance(lazy=True)` as `prune_run` calls it (scores made matrix by matrix where the method allows;
+               for Wanda / the default, a calibration pass over the same 4 domain triplets) followed
                by `make_mask` at 50% in the method's scope, with the statistics still held
 Figures per scored parameter are in fp32 values (extra bytes / 4 / scored weights). The target of issue 14: statistics
 <= 5 fp32 values per scored parameter, and statistics + scoring <= the magnitude peak + 5.
@@ -82,7 +83,7 @@ def child(name, meth):
         stats = gradient_statistics(enc, gen, dom, batch_size=4, fields=fields, show_progress=False)
         out.update(stats_extra=hwm() - base, stats_s=round(time.perf_counter() - t, 1), fields=list(fields))
     base2 = rss(); reset_peak()
-    mask = make_mask(importance(meth, enc, stats=stats, calib=dom), 0.5, scope=REGISTRY[meth].scope)
+    mask = make_mask(importance(meth, enc, stats=stats, calib=dom, lazy=True), 0.5, scope=REGISTRY[meth].scope)  # as prune_run
     peak = hwm() - base
     out.update(score_extra=hwm() - base2, held_after_stats=base2 - base, total_extra=max(out.get('stats_extra', 0), peak))
     print(json.dumps(out), flush=True)

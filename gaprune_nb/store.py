@@ -61,20 +61,26 @@ def _fsync_dir(path:Path):
     except OSError: pass
     finally: os.close(fd)
 
-def write_bytes(path:str|Path, # Target file (its folder is created)
-                data:bytes       # The file's new content
-               ) -> Path:
-    "Write `data` to `path` atomically: temporary file, fsync, rename."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+@contextmanager
+def _atomic_file(path:Path):
+    "A binary file handle on a temporary sibling of `path`, fsynced and renamed over `path` when the block succeeds."
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f'.{path.name}.tmp-{uuid.uuid4().hex[:8]}')
     try:
         with open(tmp, 'wb') as f:
-            f.write(data); f.flush(); os.fsync(f.fileno())
+            yield f
+            f.flush(); os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True); raise
     _fsync_dir(path.parent)
-    return path
+
+def write_bytes(path:str|Path, # Target file (its folder is created)
+                data:bytes       # The file's new content
+               ) -> Path:
+    "Write `data` to `path` atomically: temporary file, fsync, rename."
+    with _atomic_file(Path(path)) as f: f.write(data)
+    return Path(path)
 
 def write_text(path:str|Path, # Target file
                text:str       # Its new content
@@ -89,35 +95,49 @@ def write_json(path:str|Path, # Target file
     return write_text(path, to_json(obj))
 
 # %% ../nbs/00_store.ipynb #ee48f5a1
-def canonical_safetensors(data:bytes # The bytes of a safetensors file
-                         ) -> bytes:
-    "The same safetensors file with its JSON header's keys sorted (and padded to 8 bytes): same tensors, same bytes."
-    n = int.from_bytes(data[:8], 'little')
-    head = json.loads(data[8:8+n])
+def _canonical_header(raw:bytes) -> bytes:
+    "Length prefix + JSON header of a safetensors file, its keys sorted (and padded to 8 bytes)."
+    head = json.loads(raw)
     meta = head.pop('__metadata__', None)
     out = {'__metadata__': dict(sorted(meta.items()))} if meta else {}
     out.update(sorted(head.items()))
     h = json.dumps(out, separators=(',', ':')).encode()
     h += b' ' * (-len(h) % 8)
-    return len(h).to_bytes(8, 'little') + h + data[8+n:]
+    return len(h).to_bytes(8, 'little') + h
+
+def canonical_safetensors(data:bytes # The bytes of a safetensors file
+                         ) -> bytes:
+    "The same safetensors file with its JSON header's keys sorted (and padded to 8 bytes): same tensors, same bytes."
+    n = int.from_bytes(data[:8], 'little')
+    return _canonical_header(data[8:8+n]) + data[8+n:]
+
+def _canonical_copy(src:Path, dst:Path) -> Path:
+    "`src` rewritten to `dst` (atomically) with a canonical header, the tensor bytes streamed: never all in memory."
+    with open(src, 'rb') as f:
+        n = int.from_bytes(f.read(8), 'little')
+        raw = f.read(n)
+        if src == dst and _canonical_header(raw) == n.to_bytes(8, 'little') + raw: return dst  # already canonical
+        with _atomic_file(dst) as g:
+            g.write(_canonical_header(raw)); shutil.copyfileobj(f, g, 16 << 20)
+    return dst
 
 def save_tensors(tensors:dict, # {name: tensor}
                  path:str|Path,             # Target file (written atomically)
                  metadata:dict|None=None    # String metadata stored in the header
                 ) -> Path:
-    "Save tensors as a safetensors file with deterministic bytes, atomically."
-    from safetensors.torch import save
+    "Save tensors as a safetensors file with deterministic bytes, atomically (streamed to disk, no copy in memory)."
+    from safetensors.torch import save_file
+    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     t = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
     meta = {str(k): str(v) for k, v in (metadata or {}).items()} or None
-    return write_bytes(path, canonical_safetensors(save(t, metadata=meta)))
+    raw = path.with_name(f'.{path.name}.raw-{uuid.uuid4().hex[:8]}')
+    try: save_file(t, raw, metadata=meta); return _canonical_copy(raw, path)
+    finally: raw.unlink(missing_ok=True)
 
 def canonicalize_file(path:str|Path # A safetensors file, rewritten in place if its header is not canonical
                      ) -> Path:
-    "Rewrite a safetensors file written by another library (e.g. transformers) with a canonical header."
-    path = Path(path)
-    data = path.read_bytes()
-    if (new := canonical_safetensors(data)) != data: write_bytes(path, new)
-    return path
+    "Rewrite a safetensors file written by another library (e.g. transformers) with a canonical header (streamed)."
+    return _canonical_copy(Path(path), Path(path))
 
 # %% ../nbs/00_store.ipynb #6f802520
 _RENAME_EXCHANGE, _AT_FDCWD = 2, -100
