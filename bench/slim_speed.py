@@ -1,6 +1,7 @@
 """CPU encode speed of dense vs self-slimmed vs MLP-dropped models, beside their parameter and FLOP reductions.
 
-    HF_HUB_OFFLINE=1 python bench/slim_speed.py --onnx > results/bench/slim_speed.txt
+    HF_HUB_OFFLINE=1 python bench/slim_speed.py > results/bench/slim_speed.txt
+    HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/slim_speed.py --models minilm --onnx > results/bench/slim_speed_onnx.txt
 
 For all-MiniLM-L6-v2 and SmolLM2-135M: the dense model; 30% and 50% of the MLP neurons removed (`remove_neurons`,
 one global ranking of neuron magnitude: the speed depends on the shapes, not on which neurons go); and the MLP
