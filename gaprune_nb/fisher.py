@@ -156,7 +156,8 @@ class GradientStats:
         import pandas as pd
         cos = lambda a, b: float((a*b).sum() / (a.norm()*b.norm()).clamp(min=1e-30))
         mean = lambda f, k: float(getattr(self, f)[k].mean()) if getattr(self, f) is not None else float('nan')
-        return pd.DataFrame([dict(name=k, fisher_gen=mean('fisher_gen', k), fisher_dom=mean('fisher_dom', k),
+        first = getattr(self, self.fields[0])
+        return pd.DataFrame([dict(name=k, weights=first[k].numel(), fisher_gen=mean('fisher_gen', k), fisher_dom=mean('fisher_dom', k),
                                   grad_cosine=cos(self.grad_gen[k], self.grad_dom[k]) if self.grad_gen and self.grad_dom
                                   else float('nan')) for k in self.names])
 
