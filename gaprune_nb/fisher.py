@@ -16,12 +16,13 @@ from tqdm.auto import tqdm
 
 import gaprune_nb
 from .core import Encoder, find_layers, info_nce, mlp_linears
+from .options import STAT_FIELDS
 from .stats_io import (StatsCorrupt, StatsMismatch, check_identity, dataset_identity, identity_diff,
                                  model_identity, read_dir, read_manifest, write_atomic)
 
 # %% auto #0
-__all__ = ['STAT_FIELDS', 'MODES', 'triplet_grads', 'grad_stream', 'GradientStats', 'scored_linears', 'rank_world', 'barrier',
-           'all_reduce_sum', 'gradient_statistics', 'checkpoint_step']
+__all__ = ['MODES', 'triplet_grads', 'grad_stream', 'GradientStats', 'scored_linears', 'rank_world', 'barrier', 'all_reduce_sum',
+           'gradient_statistics', 'checkpoint_step']
 
 # %% ../nbs/03_fisher.ipynb #9042c90a
 class _Taps:
@@ -96,8 +97,6 @@ def grad_stream(encoder:Encoder, linears:dict, rows:dict, temperature:float=0.05
     for s in range(B): yield from grads(torch.autograd.grad(losses[s], ys, retain_graph=s < B-1, allow_unused=True), False)
 
 # %% ../nbs/03_fisher.ipynb #4b4d223c
-STAT_FIELDS = ('fisher_gen', 'fisher_dom', 'grad_gen', 'grad_dom', 'cross', 'sq_gen', 'sq_dom')
-
 @dataclass(repr=False)
 class GradientStats:
     "Per-weight gradient statistics of an encoder on general and domain triplets (fp32, keyed by Linear name)."

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['REGISTRY', 'METHODS', 'SCOPES', 'POOLINGS', 'DTYPES', 'NORMALIZATIONS', 'ALIGNMENTS', 'DOMAINS', 'Method', 'method',
-           'check_scope', 'check_device', 'ScoreConfig', 'stat_fields', 'SlimConfig']
+__all__ = ['REGISTRY', 'METHODS', 'SCOPES', 'POOLINGS', 'DTYPES', 'NORMALIZATIONS', 'ALIGNMENTS', 'STAT_FIELDS', 'DOMAINS',
+           'Method', 'method', 'check_scope', 'check_device', 'ScoreConfig', 'stat_fields', 'SlimConfig']
 
 # %% ../nbs/00a_options.ipynb #7643a09f
 @dataclass(frozen=True)
@@ -125,7 +125,8 @@ class ScoreConfig:
         return {k: getattr(self, k) for k in ('alpha', 'beta', 'gamma', 'normalize', 'fisher_scale', 'modulate', 'clamp', 'softplus', 'eps')}
 
 # %% ../nbs/00a_options.ipynb #8cdeebd3
-_PAIRED = ('cross', 'sq_gen', 'sq_dom')  # the paired-batch products (cosine alignment, the official Fisher)
+STAT_FIELDS = ('fisher_gen', 'fisher_dom', 'grad_gen', 'grad_dom', 'cross', 'sq_gen', 'sq_dom')  # of `fisher.GradientStats`
+_PAIRED = STAT_FIELDS[4:]  # the paired-batch products (cosine alignment, the official Fisher)
 
 def stat_fields(name:str,                     # A method of `REGISTRY`
                 score:ScoreConfig|None=None   # Its scoring settings (default `ScoreConfig()`)
@@ -143,7 +144,7 @@ def stat_fields(name:str,                     # A method of `REGISTRY`
     return _ordered(('fisher_dom',) + (('fisher_gen',) if both else ()) + (('grad_dom', 'grad_gen') if c.first_order else ())
                     + (_PAIRED if c.align else ()))
 
-def _ordered(fields): return tuple(f for f in ('fisher_gen', 'fisher_dom', 'grad_gen', 'grad_dom') + _PAIRED if f in fields)
+def _ordered(fields): return tuple(f for f in STAT_FIELDS if f in fields)
 
 # %% ../nbs/00a_options.ipynb #417351d3
 DOMAINS = ("general", "finance", "chemistry")          # the domains of the benchmark data, in display order

@@ -15,11 +15,11 @@ from .core import Encoder, find_layers, mlp_linears, model_source, seed_everythi
 from datasets import concatenate_datasets
 from .data import DOMAINS, catalog, data_root, domain_triplets, load_triplets
 from .sampling import kmeans_sample
-from .fisher import STAT_FIELDS, GradientStats, barrier, checkpoint_step, gradient_statistics, rank_world
+from .fisher import GradientStats, barrier, checkpoint_step, gradient_statistics, rank_world
 from .dai import importance
 from .sparsegpt import obs_prune
 from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
-from .options import DTYPES, POOLINGS, ScoreConfig, check_device, check_scope, method, stat_fields
+from .options import DTYPES, POOLINGS, STAT_FIELDS, ScoreConfig, check_device, check_scope, method, stat_fields
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, dataset_sha256
 from .store import atomic_dir, check_output, sha256_json, state_dict_sha256, to_json, write_json, write_text
 
