@@ -9,10 +9,11 @@ size when the phase started, i.e. everything the phase allocated at its worst mo
 `MALLOC_MMAP_THRESHOLD_=65536` (set for the subprocesses) makes glibc return freed blocks, so RSS follows live memory.
 
 Phases:
-  statistics   `gradient_statistics` with the fields the method reads (`options.stat_fields`), 4 general + 4 finance
-               triplets, batch 4, 128 tokens (the activations of such a batch are in the figure)
+  statistics   `gradient_statistics` with the fields the method reads (`options.stat_fields`) and the pipeline's defaults
+               (the paper's loss with in-batch negatives, batch 8): 8 general + 8 finance triplets, 128 tokens (the
+               activations of such a batch are in the figure)
   scoring      `importance(lazy=True)` as `prune_run` calls it (scores made matrix by matrix where the method allows;
-               for Wanda / the default, a calibration pass over the same 4 domain triplets) followed
+               for Wanda / the default, a calibration pass over the same 8 domain triplets) followed
                by `make_mask` at 50% in the method's scope, with the statistics still held
 Figures per scored parameter are in fp32 values (extra bytes / 4 / scored weights). The target of issue 14: statistics
 <= 5 fp32 values per scored parameter, and statistics + scoring <= the magnitude peak + 5.
@@ -25,7 +26,8 @@ not the memory: every process holds the model and the accumulators.
 
 Last, whole `gaprune prune` runs on a random-weight decoder shaped like Qwen2-0.5B (the model a 24 GB machine could not
 prune before, issue 14): the peak resident memory of the process, for magnitude, the default and `obd-kfac`.
-`--end-to-end` runs only that part.
+`--end-to-end` runs only that part; `--batch-study` only the statistics batch sizes for MiniLM's `obd-kfac`;
+`--recompute-study` (-> results/bench/memory_recompute.txt) `obd-kfac` with and without `--recompute`.
 """
 import json, os, shutil, subprocess, sys, time
 from pathlib import Path
@@ -58,8 +60,9 @@ def load(name):
     return Encoder(AutoModel.from_config(cfg).eval(), tok, pooling='mean', max_length=128)
 
 
-def child(name, meth):
-    "One measurement (in its own process): print a JSON line."
+def child(name, meth, batch='8', recompute='0'):
+    "One measurement (in its own process), statistics in batches of `batch` triplets: print a JSON line."
+    batch, recompute = int(batch), int(recompute)
     import gc, torch
     from gaprune_nb.core import mlp_linears
     from gaprune_nb.data import domain_triplets, load_triplets
@@ -69,23 +72,23 @@ def child(name, meth):
     from gaprune_nb.options import REGISTRY, stat_fields
     import gaprune_nb.saliency  # registers the OBD scorers
     torch.manual_seed(0)
-    gen, dom = domain_triplets('general', limit=2).select(range(4)), load_triplets('finance/fin_qa10k', limit=4)
+    gen, dom = domain_triplets('general', limit=3).select(range(8)), load_triplets('finance/fin_qa10k', limit=8)
     enc = load(name)
     lin = mlp_linears(enc)
     n = sum(m.weight.numel() for m in lin.values())
-    out = dict(model=name, method=meth, params=sum(p.numel() for p in enc.parameters()), scored=n)
+    out = dict(model=name, method=meth, batch=batch, recompute=recompute, params=sum(p.numel() for p in enc.parameters()), scored=n)
     fields = stat_fields(meth)
     # warm-up on one triplet: lazy imports and allocator pools are not what a statistic costs
     gradient_statistics(enc, gen.select([0]), dom.select([0]), batch_size=1, fields=fields or ('fisher_dom',), show_progress=False)
     gc.collect(); base = rss(); reset_peak()
     with torch.enable_grad():
         for m in lin.values(): m.weight.requires_grad_(True)
-        g = grad_stream(enc, lin, dom[:4]); next(g); del g  # one batch's forward + backward, up to the first matrix
+        g = grad_stream(enc, lin, dom[:batch], in_batch=True, recompute=recompute); next(g); del g  # one batch's forward + backward, up to the first matrix
     out['activations'] = hwm() - base
     gc.collect(); base = rss(); reset_peak(); stats = None
     if fields:
         t = time.perf_counter()
-        stats = gradient_statistics(enc, gen, dom, batch_size=4, fields=fields, show_progress=False)
+        stats = gradient_statistics(enc, gen, dom, batch_size=batch, fields=fields, in_batch=True, recompute=recompute, show_progress=False)
         out.update(stats_extra=hwm() - base, stats_s=round(time.perf_counter() - t, 1), fields=list(fields))
     base2 = rss(); reset_peak()
     mask = make_mask(importance(meth, enc, stats=stats, calib=dom, lazy=True), 0.5, scope=REGISTRY[meth].scope)  # as prune_run
@@ -94,9 +97,9 @@ def child(name, meth):
     print(json.dumps(out), flush=True)
 
 
-def run(name, meth):
+def run(name, meth, batch=8, recompute=0):
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_='65536')
-    r = subprocess.run([sys.executable, __file__, '--child', name, meth], capture_output=True, text=True, env=env)
+    r = subprocess.run([sys.executable, __file__, '--child', name, meth, str(batch), str(recompute)], capture_output=True, text=True, env=env)
     if r.returncode: raise SystemExit(f'{name} {meth} failed:\n{r.stderr[-3000:]}')
     return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -125,7 +128,7 @@ def main():
               f"{per(r['total_extra'], n):6.2f} {r['per_param']:8.2f} {over:+8.2f} {over_na:+6.2f}  {','.join(r.get('fields', [])) or '-'}")
         worst[r['method']] = max(worst.get(r['method'], -1e9), over)
         worst_na[r['method']] = max(worst_na.get(r['method'], -1e9), over_na)
-    print("\nMB: extra resident memory beyond the loaded model (act.: one 4-triplet batch's forward + backward, 128 tokens;")
+    print("\nMB: extra resident memory beyond the loaded model (act.: one 8-triplet batch's forward + backward, 128 tokens;")
     print("stats: the statistics pass, activations included; score: scoring + selection with the statistics held; peak:")
     print("the larger of the two). The other columns are fp32 values per scored weight: stats-act = the statistics'")
     print("own cost (target <= 5), peak, peak-act, and vs mag. = the peak minus magnitude's (target <= +5); -act.: the")
@@ -148,6 +151,37 @@ def main():
               + ', '.join(k for k in METHODS if gb[k] < 80 * 0.9))
     print("8 GPUs (torchrun, data-parallel): the same memory per GPU as one, statistics 8x faster; a model whose")
     print("accumulators do not fit one GPU needs them sharded (not implemented).")
+    batch_study()
+
+
+def batch_study(model='minilm', meth='obd-kfac'):
+    "Peak memory of `meth` on `model` for several statistics batch sizes (the batch's activations are most of MiniLM's peak)."
+    mag = run(model, 'magnitude')['total_extra']
+    print(f"\nThe statistics batch (`--batch-size`, 8 by default; with in-batch negatives it is also the count of documents each query is"
+          f" contrasted with, so it changes the statistics), {model} {meth}:")
+    for b in (8, 4, 2, 1):
+        r = run(model, meth, b)
+        over = per(r['total_extra'] - mag, r['scored'])
+        print(f"  batch {b}: activations {r['activations'] / 2**20:4.0f} MB, peak {r['total_extra'] / 2**20:4.0f} MB, vs magnitude {over:+.2f} "
+              f"fp32 values per scored weight {'(target met)' if over <= 5 else '(target missed)'}, statistics {r['stats_s']} s", flush=True)
+
+
+def recompute_study(meth='obd-kfac'):
+    """`--recompute N`: the statistics re-run the forward passes per sample, N texts at a time (`03_fisher`), so one pass's
+    activations are held instead of the batch's; the same statistics (tested), more time. Default batch of 8."""
+    import platform, torch
+    print(f"`{meth}` statistics with `--recompute N` (batch 8, 128 tokens; N = 0: off), peak beyond the loaded model; "
+          f"{platform.node()}  torch {torch.__version__}  threads {os.environ.get('OMP_NUM_THREADS')}  {time.strftime('%Y-%m-%d')}")
+    print(f"{'model':12s} {'N':>3s} {'act. MB':>8s} {'peak MB':>8s} {'vs mag.':>8s}  {'stats s':>8s} {'time x':>7s}")
+    for model in MODELS:
+        mag, base = run(model, 'magnitude')['total_extra'], None
+        for n in (0, 4, 1):
+            r = run(model, meth, 8, n)
+            base = base or r['stats_s']
+            over = per(r['total_extra'] - mag, r['scored'])
+            print(f"{model:12s} {n:3d} {r['activations'] / 2**20:8.0f} {r['total_extra'] / 2**20:8.0f} {over:+8.2f}  "
+                  f"{r['stats_s']:8.1f} {r['stats_s'] / base:7.2f}  {'(target met)' if over <= 5 else '(target missed)'}", flush=True)
+    print("vs mag.: fp32 values per scored weight above magnitude's peak (target <= +5); time x: statistics time / N = 0's.")
 
 
 QWEN05 = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,
@@ -181,6 +215,8 @@ def end_to_end():
 if __name__ == '__main__':
     if sys.argv[1:2] == ['--child']:
         import gaprune_nb.core
-        child(*sys.argv[2:4])
+        child(*sys.argv[2:6])
     elif sys.argv[1:2] == ['--end-to-end']: end_to_end()
+    elif sys.argv[1:2] == ['--batch-study']: batch_study()
+    elif sys.argv[1:2] == ['--recompute-study']: recompute_study()
     else: main(); end_to_end()

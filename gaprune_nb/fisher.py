@@ -50,24 +50,64 @@ def triplet_grads(encoder:Encoder,                # The model
                   temperature:float=0.05,         # InfoNCE temperature
                   in_batch:bool=False,            # Also contrast with the batch's other positives and negatives
                   per_sample:bool=True,           # False: the gradient of the batch-mean loss instead
-                  chunk:int|None=None             # Texts per forward pass (default: the batch size)
+                  chunk:int|None=None,            # Texts per forward pass (default: the batch size)
+                  recompute:int=0                 # > 0: hold one pass of this many texts' activations at a time (see below)
                  ) -> dict:
     "Per-sample weight gradients `(B, out, in)` of each scored Linear on a batch of triplets (or `(1, out, in)`)."
     out = {}
-    for k, g in grad_stream(encoder, linears, rows, temperature, in_batch, per_sample, chunk): out.setdefault(k, []).append(g)
+    for k, g in grad_stream(encoder, linears, rows, temperature, in_batch, per_sample, chunk, recompute): out.setdefault(k, []).append(g)
     return {k: torch.cat(v) for k, v in out.items()}
 
-def grad_stream(encoder:Encoder, linears:dict, rows:dict, temperature:float=0.05, in_batch:bool=False,
-                per_sample:bool=True, chunk:int|None=None):
-    "`triplet_grads` one matrix at a time: yields `(name, gradient)`; with `in_batch`, one `(1, out, in)` per triplet and matrix."
+def _chunks(encoder, rows, size):
+    "The forward passes of a batch: queries (slots 0..B-1), then positives and negatives (slots B..3B-1), grouped by length."
     B = len(rows['query'])
-    chunks = (_length_chunks(encoder, list(rows['query']), 'query', chunk or B, 0) +
-              _length_chunks(encoder, list(rows['positive']) + list(rows['negative']), 'document', chunk or B, B))
+    return (_length_chunks(encoder, list(rows['query']), 'query', size, 0) +
+            _length_chunks(encoder, list(rows['positive']) + list(rows['negative']), 'document', size, B))
+
+def _embed(encoder, chunks, toks):
+    "The embeddings of every slot, in slot order (slot j: query j, positive j-B, negative j-2B)."
+    embs = [encoder(batch=t) for t in toks]
+    slots = torch.tensor([j for _, sl, _ in chunks for j in sl], device=embs[0].device)
+    return torch.cat(embs)[torch.argsort(slots)]
+
+def _recomputed(encoder, linears, rows, chunks, toks, temperature, in_batch, per_sample, size):
+    "Per sample (or once, for the batch-mean loss): the weight gradients, re-running the forward passes `size` texts at a time."
+    B = len(rows['query'])
+    with torch.no_grad(): E = _embed(encoder, chunks, toks)
+    E.requires_grad_(True)
+    losses = info_nce(E[:B], E[B:2*B], E[2*B:], temperature=temperature, in_batch=in_batch, reduction='none')
+    small = _chunks(encoder, rows, size)
+    stoks = [encoder.tokenize(texts, kind) for kind, _, texts in small]
+    for loss in (losses.unbind() if per_sample else [losses.mean()]):
+        v = torch.autograd.grad(loss, E, retain_graph=True)[0]   # d(this loss)/d(every embedding): cheap, no model graph
+        G = {}
+        for (_, sl, _), t in zip(small, stoks):
+            w = v[sl]
+            if not w.any(): continue                             # texts this loss does not depend on (no in-batch negatives)
+            with _Taps(linears) as taps: e = encoder(batch=t)    # one pass's graph at a time
+            ys = [y for k in linears for _, y in taps.calls[k]]
+            deltas, i, m = torch.autograd.grad((e * w).sum(), ys, allow_unused=True), 0, t['attention_mask'].bool()
+            for k, lin in linears.items():
+                n = len(taps.calls[k]); ds = deltas[i:i+n]; i += n
+                dt = torch.promote_types(lin.weight.dtype, torch.float32)
+                for d, (x, _) in zip(ds, taps.calls[k]):
+                    if d is None: continue
+                    g = d[m].to(dt).T @ x[m].to(dt)
+                    G[k] = G[k].add_(g) if k in G else g
+            del taps, ys, deltas, e
+        for k, lin in linears.items():
+            dt = torch.promote_types(lin.weight.dtype, torch.float32)
+            yield k, (G.pop(k)[None] if k in G else torch.zeros(1, *lin.weight.shape, dtype=dt, device=E.device))
+
+def grad_stream(encoder:Encoder, linears:dict, rows:dict, temperature:float=0.05, in_batch:bool=False,
+                per_sample:bool=True, chunk:int|None=None, recompute:int=0):
+    "`triplet_grads` one matrix at a time: yields `(name, gradient)`; with `in_batch` or `recompute`, one `(1, out, in)` per triplet and matrix."
+    B = len(rows['query'])
+    chunks = _chunks(encoder, rows, chunk or B)
     toks = [encoder.tokenize(texts, kind) for kind, _, texts in chunks]
-    with _Taps(linears) as taps: embs = [encoder(batch=t) for t in toks]
-    dev = embs[0].device
-    slots = torch.tensor([j for _, sl, _ in chunks for j in sl], device=dev)
-    E = torch.cat(embs)[torch.argsort(slots)]            # slot j: query j, positive j-B, negative j-2B
+    if recompute: yield from _recomputed(encoder, linears, rows, chunks, toks, temperature, in_batch, per_sample, recompute); return
+    with _Taps(linears) as taps: E = _embed(encoder, chunks, toks)
+    dev = E.device
     losses = info_nce(E[:B], E[B:2*B], E[2*B:], temperature=temperature, in_batch=in_batch, reduction='none')
     ys = [y for k in linears for _, y in taps.calls[k]]
     # real tokens only, packed per triplet: row s holds the tokens of q_s, p_s and n_s (padding has no gradient)
@@ -95,6 +135,7 @@ def grad_stream(encoder:Encoder, linears:dict, rows:dict, temperature:float=0.05
     if not per_sample: yield from grads(torch.autograd.grad(losses.mean(), ys, allow_unused=True), False); return
     if not in_batch: yield from grads(torch.autograd.grad(losses.sum(), ys, allow_unused=True), True); return
     for s in range(B): yield from grads(torch.autograd.grad(losses[s], ys, retain_graph=s < B-1, allow_unused=True), False)
+
 
 # %% ../nbs/03_fisher.ipynb #4b4d223c
 @dataclass(repr=False)
@@ -228,6 +269,7 @@ def gradient_statistics(
     include_attention:bool=False, # Also score the attention Linears (when `params` is None)
     seed:int|None=None,         # None: row order; an int: shuffle each set's rows with this seed first
     chunk:int|None=None,        # Texts per forward pass, grouped by length (default: batch_size)
+    recompute:int=0,            # > 0: re-run the forward passes per sample, this many texts at a time, to hold less (`grad_stream`)
     domain_name:str|None=None,  # Recorded in the manifest
     checkpoint_dir:str|Path|None=None, # Save accumulators here and resume from them
     checkpoint_every:int=20,    # Steps (paired batches) between checkpoints
@@ -280,7 +322,7 @@ def gradient_statistics(
                 idx = bat[side][step]
                 fi, gr = acc.get(f'fisher_{side}'), acc.get(f'grad_{side}')
                 tot = {}  # this batch's gradient sum per matrix, when a mean gradient or a paired product needs it
-                for k, gk in grad_stream(encoder, linears, data[side][idx], temperature, in_batch, mode == 'per_sample', chunk):
+                for k, gk in grad_stream(encoder, linears, data[side][idx], temperature, in_batch, mode == 'per_sample', chunk, recompute):
                     if mode == 'batch_squared':  # official: the squared gradient of the batch-mean loss, summed over batches
                         if fi is not None: fi[k].add_(gk[0].square())
                         gk = gk * len(idx)

@@ -47,6 +47,7 @@ class RunConfig:
     dtype: str|None = None      # weights' dtype: 'float32' (None), 'bfloat16' or 'float16'
     device: str|None = None     # 'cpu' (None), 'cuda', 'cuda:N' or 'mps'
     in_batch: bool = True       # statistics: InfoNCE also contrasts with the batch's other documents (the paper's loss)
+    recompute: int = 0          # statistics: > 0 holds the activations of this many texts at a time, not the batch's (slower)
     temperature: float = 0.05   # statistics: InfoNCE temperature (sentence-transformers' default scale 20)
     balance: bool = True        # calibration pool: equal share from each triplet file (else ~76% SNLI on the general side)
     update: str|None = None     # 'obs': prune with the OBS weight update of the kept weights (SparseGPT's sweep)
@@ -69,6 +70,8 @@ class RunConfig:
         for k in ('n_calib', 'batch_size'):
             if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 1):
                 raise ValueError(f"{k} must be a positive integer, not {getattr(self, k)!r}")
+        if not (isinstance(self.recompute, int) and self.recompute >= 0):
+            raise ValueError(f"recompute must be 0 (off) or a positive number of texts, not {self.recompute!r}")
         if self.pool is not None and not (isinstance(self.pool, int) and self.pool >= 0):
             raise ValueError(f"pool must be a non-negative integer (0 or None: all triplets), not {self.pool!r}")
         if self.max_length is not None and not (isinstance(self.max_length, int) and self.max_length >= 1):
@@ -219,7 +222,7 @@ def statistics(enc:Encoder,                 # The model (its scored MLP weights 
             step = checkpoint_step(ckpt) if ckpt else 0
             try:
                 stats = gradient_statistics(enc, gen, dom, checkpoint_dir=ckpt, checkpoint_every=checkpoint_every,
-                                            show_progress=show_progress, fields=fields, **kw)
+                                            show_progress=show_progress, fields=fields, recompute=cfg.recompute, **kw)
                 break
             except (StatsMismatch, StatsCorrupt):  # a checkpoint of other settings or weights in our own folder
                 if attempt or ckpt is None: raise
@@ -324,7 +327,7 @@ def memory_needed(enc:Encoder,  # The loaded model
     fields = stat_fields(cfg.method, cfg.score)
     paired = any(f in fields for f in ('cross', 'sq_gen', 'sq_dom'))
     return {'gradient statistics': 4 * n * (len(fields) + 2 * paired),
-            'per-sample gradients': 4 * big * (cfg.batch_size + 2) if fields else 0,
+            'per-sample gradients': (4 * n if cfg.recompute else 4 * big * (cfg.batch_size + 2)) if fields else 0,
             'scores and masks': scores + 2 * n}  # + the method's mask and magnitude's (bool)
 
 def check_memory(enc:Encoder,               # The loaded model
@@ -344,7 +347,7 @@ def check_memory(enc:Encoder,               # The loaded model
             f"method {cfg.method!r} needs about {gb(sum(need.values()))} beyond the model ({part}: {gb(need[part])}), but "
             f"{enc.device.type} has {gb(available)} free. Choose a method that reads fewer statistics (gaprune methods; "
             f"magnitude, wanda and gaprune read none; {', '.join(stat_fields(cfg.method, cfg.score)) or 'none'} now), "
-            f"a smaller --batch-size, or a device with more memory (--device cuda); GAPRUNE_NO_MEMORY_CHECK=1 skips this check.")
+            f"a smaller --batch-size, --recompute 4 (holds fewer activations), or a device with more memory (--device cuda); GAPRUNE_NO_MEMORY_CHECK=1 skips this check.")
     return need
 
 # %% ../nbs/11_pipeline.ipynb #887e7321

@@ -93,3 +93,23 @@ def test_score_settings_are_flags_recorded_in_the_report_and_reproduce_the_mask(
     _, mask, _ = prune_run(cfg, show_progress=False)
     saved = load_mask(out / 'mask.safetensors')
     assert mask.keys() == saved.keys() and all(torch.equal(mask[k], saved[k]) for k in mask)
+
+
+def test_recompute_is_a_flag_and_gives_the_same_statistics(tmp_path):
+    "`--recompute N` (GradCache-style statistics, one pass of N texts held at a time): recorded, reproducible, same statistics."
+    from gaprune_nb.fisher import GradientStats
+    out = tmp_path / 'run'
+    r = gaprune('prune', '--method', 'obd-kfac', '--recompute', '2', '--n-calib', '8', '--pool', '200', '--max-length', '64',
+                '--out', out)
+    assert r.returncode == 0, r.stderr[-2000:]
+    cfg = RunConfig.from_run(out)
+    assert cfg.recompute == 2
+    cfg.recompute = 0
+    _, _, _ = prune_run(cfg, out=tmp_path / 'plain', show_progress=False)
+    low, plain = GradientStats.load(out / 'stats'), GradientStats.load(tmp_path / 'plain' / 'stats')
+    for f in ('fisher_gen', 'fisher_dom'):
+        for k, v in getattr(plain, f).items():
+            w = getattr(low, f)[k]
+            assert (w - v).norm() <= 1e-5 * v.norm(), (f, k)
+    with pytest.raises(ValueError, match='recompute'): RunConfig(recompute=-1)
+    assert gaprune('prune', '--recompute', '-1', '--out', tmp_path / 'x').returncode == 2
