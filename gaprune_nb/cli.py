@@ -169,7 +169,7 @@ def _add_prune(p):
                    help="statistics: InfoNCE also contrasts with the batch's other documents (the paper's loss; default on)")
     p.add_argument('--recompute', type=_int_at_least(0), default=0, metavar='N',
                    help='statistics: hold the activations of N texts at a time instead of the whole batch (same '
-                        'statistics, about 1.5x the time; default 0: off)')
+                        'statistics, 1.1-1.4x their time in bench/memory.py; default 0: off)')
     p.add_argument('--temperature', type=float, default=0.05, help='statistics: InfoNCE temperature (default 0.05)')
     p.add_argument('--balance', action=argparse.BooleanOptionalAction, default=True,
                    help='calibration pool: an equal share from each triplet file of a domain (default on)')

@@ -347,7 +347,7 @@ def check_memory(enc:Encoder,               # The loaded model
             f"method {cfg.method!r} needs about {gb(sum(need.values()))} beyond the model ({part}: {gb(need[part])}), but "
             f"{enc.device.type} has {gb(available)} free. Choose a method that reads fewer statistics (gaprune methods; "
             f"magnitude, wanda and gaprune read none; {', '.join(stat_fields(cfg.method, cfg.score)) or 'none'} now), "
-            f"a smaller --batch-size, --recompute 4 (holds fewer activations), or a device with more memory (--device cuda); GAPRUNE_NO_MEMORY_CHECK=1 skips this check.")
+            f"a smaller --batch-size, --recompute 1 (holds one text's activations at a time), or a device with more memory (--device cuda); GAPRUNE_NO_MEMORY_CHECK=1 skips this check.")
     return need
 
 # %% ../nbs/11_pipeline.ipynb #887e7321
