@@ -73,6 +73,7 @@ def _embed(encoder, chunks, toks):
 def _recomputed(encoder, linears, rows, chunks, toks, temperature, in_batch, per_sample, size):
     "Per sample (or once, for the batch-mean loss): the weight gradients, re-running the forward passes `size` texts at a time."
     B = len(rows['query'])
+    dts = {k: torch.promote_types(lin.weight.dtype, torch.float32) for k, lin in linears.items()}  # fp32 at least
     with torch.no_grad(): E = _embed(encoder, chunks, toks)
     E.requires_grad_(True)
     losses = info_nce(E[:B], E[B:2*B], E[2*B:], temperature=temperature, in_batch=in_batch, reduction='none')
@@ -87,17 +88,15 @@ def _recomputed(encoder, linears, rows, chunks, toks, temperature, in_batch, per
             with _Taps(linears) as taps: e = encoder(batch=t)    # one pass's graph at a time
             ys = [y for k in linears for _, y in taps.calls[k]]
             deltas, i, m = torch.autograd.grad((e * w).sum(), ys, allow_unused=True), 0, t['attention_mask'].bool()
-            for k, lin in linears.items():
+            for k, dt in dts.items():
                 n = len(taps.calls[k]); ds = deltas[i:i+n]; i += n
-                dt = torch.promote_types(lin.weight.dtype, torch.float32)
                 for d, (x, _) in zip(ds, taps.calls[k]):
                     if d is None: continue
                     g = d[m].to(dt).T @ x[m].to(dt)
                     G[k] = G[k].add_(g) if k in G else g
             del taps, ys, deltas, e
         for k, lin in linears.items():
-            dt = torch.promote_types(lin.weight.dtype, torch.float32)
-            yield k, (G.pop(k)[None] if k in G else torch.zeros(1, *lin.weight.shape, dtype=dt, device=E.device))
+            yield k, (G.pop(k)[None] if k in G else torch.zeros(1, *lin.weight.shape, dtype=dts[k], device=E.device))
 
 def grad_stream(encoder:Encoder, linears:dict, rows:dict, temperature:float=0.05, in_batch:bool=False,
                 per_sample:bool=True, chunk:int|None=None, recompute:int=0):

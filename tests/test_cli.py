@@ -105,7 +105,7 @@ def test_recompute_is_a_flag_and_gives_the_same_statistics(tmp_path):
     cfg = RunConfig.from_run(out)
     assert cfg.recompute == 2
     cfg.recompute = 0
-    _, _, _ = prune_run(cfg, out=tmp_path / 'plain', show_progress=False)
+    prune_run(cfg, out=tmp_path / 'plain', show_progress=False)
     low, plain = GradientStats.load(out / 'stats'), GradientStats.load(tmp_path / 'plain' / 'stats')
     for f in ('fisher_gen', 'fisher_dom'):
         for k, v in getattr(plain, f).items():
