@@ -27,7 +27,8 @@ not the memory: every process holds the model and the accumulators.
 Last, whole `gaprune prune` runs on a random-weight decoder shaped like Qwen2-0.5B (the model a 24 GB machine could not
 prune before, issue 14): the peak resident memory of the process, for magnitude, the default and `obd-kfac`.
 `--end-to-end` runs only that part; `--batch-study` only the statistics batch sizes for MiniLM's `obd-kfac`;
-`--recompute-study` (-> results/bench/memory_recompute.txt) `obd-kfac` with and without `--recompute`.
+`--recompute-study` (-> results/bench/memory_recompute.txt) `obd-kfac` with and without `--recompute`;
+`--groups-study [MODEL ...]` (-> results/bench/memory_groups.txt) `gaprune-paper` with `--stats-groups` and `--recompute`.
 """
 import json, os, shutil, subprocess, sys, time
 from pathlib import Path
@@ -60,23 +61,24 @@ def load(name):
     return Encoder(AutoModel.from_config(cfg).eval(), tok, pooling='mean', max_length=128)
 
 
-def child(name, meth, batch='8', recompute='0'):
+def child(name, meth, batch='8', recompute='0', groups='1'):
     "One measurement (in its own process), statistics in batches of `batch` triplets: print a JSON line."
-    batch, recompute = int(batch), int(recompute)
-    import gc, torch
+    batch, recompute, groups = int(batch), int(recompute), int(groups)
+    import gc, tempfile, torch
     from gaprune_nb.core import mlp_linears
     from gaprune_nb.data import domain_triplets, load_triplets
     from gaprune_nb.dai import importance
     from gaprune_nb.fisher import grad_stream, gradient_statistics
     from gaprune_nb.masks import make_mask
     from gaprune_nb.options import REGISTRY, stat_fields
+    from gaprune_nb.stat_groups import grouped_statistics
     import gaprune_nb.saliency  # registers the OBD scorers
     torch.manual_seed(0)
     gen, dom = domain_triplets('general', limit=3).select(range(8)), load_triplets('finance/fin_qa10k', limit=8)
     enc = load(name)
     lin = mlp_linears(enc)
     n = sum(m.weight.numel() for m in lin.values())
-    out = dict(model=name, method=meth, batch=batch, recompute=recompute, params=sum(p.numel() for p in enc.parameters()), scored=n)
+    out = dict(model=name, method=meth, batch=batch, recompute=recompute, groups=groups, params=sum(p.numel() for p in enc.parameters()), scored=n)
     fields = stat_fields(meth)
     # warm-up on one triplet: lazy imports and allocator pools are not what a statistic costs
     gradient_statistics(enc, gen.select([0]), dom.select([0]), batch_size=1, fields=fields or ('fisher_dom',), show_progress=False)
@@ -88,7 +90,9 @@ def child(name, meth, batch='8', recompute='0'):
     gc.collect(); base = rss(); reset_peak(); stats = None
     if fields:
         t = time.perf_counter()
-        stats = gradient_statistics(enc, gen, dom, batch_size=batch, fields=fields, in_batch=True, recompute=recompute, show_progress=False)
+        kw = dict(batch_size=batch, fields=fields, in_batch=True, recompute=recompute, show_progress=False)
+        stats = (gradient_statistics(enc, gen, dom, **kw) if groups == 1 else  # groups: on disk, read back lazily
+                 grouped_statistics(enc, gen, dom, tempfile.mkdtemp(), groups, **kw))
         out.update(stats_extra=hwm() - base, stats_s=round(time.perf_counter() - t, 1), fields=list(fields))
     base2 = rss(); reset_peak()
     mask = make_mask(importance(meth, enc, stats=stats, calib=dom, lazy=True), 0.5, scope=REGISTRY[meth].scope)  # as prune_run
@@ -97,9 +101,9 @@ def child(name, meth, batch='8', recompute='0'):
     print(json.dumps(out), flush=True)
 
 
-def run(name, meth, batch=8, recompute=0):
+def run(name, meth, batch=8, recompute=0, groups=1):
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_='65536')
-    r = subprocess.run([sys.executable, __file__, '--child', name, meth, str(batch), str(recompute)], capture_output=True, text=True, env=env)
+    r = subprocess.run([sys.executable, __file__, '--child', name, meth, str(batch), str(recompute), str(groups)], capture_output=True, text=True, env=env)
     if r.returncode: raise SystemExit(f'{name} {meth} failed:\n{r.stderr[-3000:]}')
     return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -184,6 +188,26 @@ def recompute_study(meth='obd-kfac'):
     print("vs mag.: fp32 values per scored weight above magnitude's peak (target <= +5); time x: statistics time / N = 0's.")
 
 
+def groups_study(*models):
+    """`--stats-groups K` with `--recompute 1`: the statistics of 1/K of the matrices per pass over the triplets, each group
+    saved and the whole read back matrix by matrix (`03b_stat_groups`), for the method that reads the most statistics."""
+    import platform, torch
+    print(f"`gaprune-paper` statistics (5 fields) with `--stats-groups K` and `--recompute N` (batch 8, 128 tokens), peak beyond "
+          f"the loaded model; {platform.node()}  torch {torch.__version__}  threads {os.environ.get('OMP_NUM_THREADS')}  {time.strftime('%Y-%m-%d')}")
+    print(f"{'model':12s} {'K':>3s} {'N':>3s} {'stats MB':>9s} {'score MB':>9s} {'peak MB':>8s} {'vs mag.':>8s}  {'stats s':>8s} {'time x':>7s}")
+    for model in models or MODELS:
+        mag, base = run(model, 'magnitude')['total_extra'], None
+        for k, n in ((1, 0), (1, 1), (2, 1), (4, 1)):
+            r = run(model, 'gaprune-paper', 8, n, k)
+            base = base or r['stats_s']
+            over = per(r['total_extra'] - mag, r['scored'])
+            print(f"{model:12s} {k:3d} {n:3d} {r['stats_extra'] / 2**20:9.0f} {(r['score_extra'] + r['held_after_stats']) / 2**20:9.0f} "
+                  f"{r['total_extra'] / 2**20:8.0f} {over:+8.2f}  {r['stats_s']:8.1f} {r['stats_s'] / base:7.2f}  "
+                  f"{'(target met)' if over <= 5 else '(target missed)'}", flush=True)
+    print("stats: the statistics pass; score: scoring + selection, the statistics held (in memory, or on disk for K > 1) included;")
+    print("vs mag.: fp32 values per scored weight of the peak above magnitude's (target <= +5); time x: statistics time / (K=1, N=0)'s.")
+
+
 QWEN05 = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,
               vocab_size=151936, max_position_embeddings=4096, tie_word_embeddings=True)  # Qwen2-0.5B's shapes
 
@@ -215,8 +239,9 @@ def end_to_end():
 if __name__ == '__main__':
     if sys.argv[1:2] == ['--child']:
         import gaprune_nb.core
-        child(*sys.argv[2:6])
+        child(*sys.argv[2:7])
     elif sys.argv[1:2] == ['--end-to-end']: end_to_end()
     elif sys.argv[1:2] == ['--batch-study']: batch_study()
     elif sys.argv[1:2] == ['--recompute-study']: recompute_study()
+    elif sys.argv[1:2] == ['--groups-study']: groups_study(*sys.argv[2:])
     else: main(); end_to_end()

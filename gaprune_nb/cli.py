@@ -170,6 +170,9 @@ def _add_prune(p):
     p.add_argument('--recompute', type=_int_at_least(0), default=0, metavar='N',
                    help='statistics: hold the activations of N texts at a time instead of the whole batch (same '
                         'statistics, 1.1-1.4x their time in bench/memory.py; default 0: off)')
+    p.add_argument('--stats-groups', type=_int_at_least(1), default=1, metavar='K',
+                   help='statistics: compute them for 1/K of the matrices at a time (K passes over the triplets), kept on '
+                        'disk and read back matrix by matrix: their memory / K (default 1)')
     p.add_argument('--temperature', type=float, default=0.05, help='statistics: InfoNCE temperature (default 0.05)')
     p.add_argument('--balance', action=argparse.BooleanOptionalAction, default=True,
                    help='calibration pool: an equal share from each triplet file of a domain (default on)')
@@ -254,7 +257,7 @@ def _config(a):
     return RunConfig(model=a.model, domain=a.domain, method=a.method, sparsity=a.sparsity, scope=a.scope,
                      n_calib=a.n_calib, pool=a.pool or None, batch_size=a.batch_size, max_length=a.max_length,
                      seed=a.seed, data=a.data, pooling=a.pooling, dtype=a.dtype, device=a.device, in_batch=a.in_batch,
-                     recompute=a.recompute, temperature=a.temperature, balance=a.balance, update=a.update,
+                     recompute=a.recompute, stats_groups=a.stats_groups, temperature=a.temperature, balance=a.balance, update=a.update,
                      score=ScoreConfig(**{f.name: getattr(a, f.name) for f in fields(ScoreConfig)}))
 
 def _one_line(e:BaseException) -> str:

@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 import gaprune_nb
 from .core import Encoder, find_layers, info_nce, mlp_linears
 from .options import STAT_FIELDS
-from .stats_io import (StatsCorrupt, StatsMismatch, check_identity, dataset_identity, identity_diff,
+from .stats_io import (LazyTensors, StatsCorrupt, StatsMismatch, check_identity, dataset_identity, identity_diff,
                                  model_identity, read_dir, read_manifest, write_atomic)
 
 # %% auto #0
@@ -157,7 +157,8 @@ class GradientStats:
     @property
     def names(self) -> list: return list(getattr(self, self.fields[0])) if self.fields else list(self.manifest.get('params', []))
     def __repr__(self):
-        n = sum(v.numel() for v in getattr(self, self.fields[0]).values()) if self.fields else 0
+        d = getattr(self, self.fields[0]) if self.fields else {}
+        n = d.numel() if isinstance(d, LazyTensors) else sum(v.numel() for v in d.values())
         mode = self.manifest.get('settings', {}).get('mode')
         return (f"GradientStats({len(self.names)} matrices, {n:,} weights; n_gen={self.n_gen}, n_dom={self.n_dom}, "
                 f"n_batches={self.n_batches}, mode={mode!r}, fields={', '.join(self.fields)})")
@@ -170,8 +171,11 @@ class GradientStats:
         return self
 
     def save(self, path:str|Path) -> Path:
-        "Write a safetensors file and `manifest.json` to the folder `path` (atomically)."
-        tensors = {f'{f}/{k}': v for f in self.fields for k, v in getattr(self, f).items()}
+        "Write a safetensors file (or shards) and `manifest.json` to the folder `path` (atomically)."
+        src = [getattr(self, f) for f in self.fields]
+        if src and all(isinstance(d, LazyTensors) for d in src) and len({tuple(d.files) for d in src}) == 1:
+            tensors = list(src[0].files)  # read from disk (`load(lazy=True)`): the files taken in, no tensor read
+        else: tensors = {f'{f}/{k}': v for f in self.fields for k, v in getattr(self, f).items()}
         meta = {**self.manifest, 'params': self.names, 'fields': list(self.fields), 'n_gen': self.n_gen, 'n_dom': self.n_dom,
                 'n_batches': self.n_batches}
         return write_atomic(path, tensors, meta)
@@ -179,15 +183,19 @@ class GradientStats:
     @classmethod
     def load(cls, path:str|Path, model:nn.Module|None=None, # If given, must be the model the stats were computed on
              general=None, domain=None,                      # If given, must be the triplets they were computed on
-             domain_name:str|None=None                       # If given, must be the domain they were computed for
+             domain_name:str|None=None,                      # If given, must be the domain they were computed for
+             lazy:bool=False                                 # Read each tensor from disk when it is used (`LazyTensors`)
             ) -> GradientStats:
         "Load statistics saved with `save`, refusing (`StatsMismatch`) a model or data they were not computed on."
-        tensors, meta = read_dir(path)
+        tensors, meta = read_dir(path, lazy=lazy)
         if 'params' not in meta: raise StatsCorrupt(f"{path}/manifest.json is not a GradientStats manifest.")
         check_identity(meta, model, general, domain, where=path, domain_name=domain_name)
         have = meta.get('fields', STAT_FIELDS)  # files written before `fields` existed hold all seven
-        try: d = {f: {k: tensors[f'{f}/{k}'] for k in meta['params']} if f in have else None for f in STAT_FIELDS}
+        try: d = {f: (tensors.view(f'{f}/', meta['params']) if lazy else {k: tensors[f'{f}/{k}'] for k in meta['params']})
+                     if f in have else None for f in STAT_FIELDS}
         except KeyError as e: raise StatsCorrupt(f"{path}: tensor {e.args[0]} listed in the manifest is missing.") from None
+        if lazy and (miss := [f'{f}/{k}' for f, v in d.items() if v is not None for k in v if f'{f}/{k}' not in tensors.where]):
+            raise StatsCorrupt(f"{path}: tensor {miss[0]} listed in the manifest is missing.")
         return cls(**d, n_gen=meta['n_gen'], n_dom=meta['n_dom'], n_batches=meta['n_batches'], manifest=meta)
 
     def summary(self) -> 'pd.DataFrame':

@@ -16,6 +16,7 @@ from datasets import concatenate_datasets
 from .data import DOMAINS, catalog, data_root, domain_triplets, load_triplets
 from .sampling import kmeans_sample
 from .fisher import GradientStats, barrier, checkpoint_step, gradient_statistics, rank_world
+from .stat_groups import grouped_statistics
 from .dai import importance
 from .sparsegpt import obs_prune
 from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
@@ -48,6 +49,7 @@ class RunConfig:
     device: str|None = None     # 'cpu' (None), 'cuda', 'cuda:N' or 'mps'
     in_batch: bool = True       # statistics: InfoNCE also contrasts with the batch's other documents (the paper's loss)
     recompute: int = 0          # statistics: > 0 holds the activations of this many texts at a time, not the batch's (slower)
+    stats_groups: int = 1       # statistics: > 1 computes them for this many groups of matrices in turn, kept on disk (`03b`)
     temperature: float = 0.05   # statistics: InfoNCE temperature (sentence-transformers' default scale 20)
     balance: bool = True        # calibration pool: equal share from each triplet file (else ~76% SNLI on the general side)
     update: str|None = None     # 'obs': prune with the OBS weight update of the kept weights (SparseGPT's sweep)
@@ -72,6 +74,8 @@ class RunConfig:
                 raise ValueError(f"{k} must be a positive integer, not {getattr(self, k)!r}")
         if not (isinstance(self.recompute, int) and self.recompute >= 0):
             raise ValueError(f"recompute must be 0 (off) or a positive number of texts, not {self.recompute!r}")
+        if not (isinstance(self.stats_groups, int) and self.stats_groups >= 1):
+            raise ValueError(f"stats_groups must be a positive integer (1: all matrices in one pass), not {self.stats_groups!r}")
         if self.pool is not None and not (isinstance(self.pool, int) and self.pool >= 0):
             raise ValueError(f"pool must be a non-negative integer (0 or None: all triplets), not {self.pool!r}")
         if self.max_length is not None and not (isinstance(self.max_length, int) and self.max_length >= 1):
@@ -211,6 +215,11 @@ def statistics(enc:Encoder,                 # The model (its scored MLP weights 
     ckpt = where/'checkpoint' if where else None
     total = math.ceil(max(len(gen), len(dom)) / cfg.batch_size)
     fields = stat_fields(cfg.method, cfg.score) or None  # only what the method reads (None: all, for a method without)
+    if cfg.stats_groups > 1:  # one pass per group of matrices, each group's statistics on disk, read back lazily
+        if where is None: raise ValueError("stats_groups > 1 keeps the statistics on disk: give `work` (prune_run: an output folder or a cache).")
+        with token_limit(enc, cfg.max_length):
+            return grouped_statistics(enc, gen, dom, where, cfg.stats_groups, show_progress=show_progress, fields=fields,
+                                      recompute=cfg.recompute, checkpoint_every=checkpoint_every, **kw), {}
     with token_limit(enc, cfg.max_length):
         if where and (where/'stats').exists():  # finished statistics kept in a cache folder
             try:
@@ -286,6 +295,8 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     out = check_output(out, overwrite, protect) if out is not None else None
     cache = _work_dir(None, cache, protect) if cache is not None else None
     work = (cache or _work_dir(out, None, protect)) if m.stats and stats is None else None
+    if work is None and m.stats and stats is None and cfg.stats_groups > 1:
+        raise ValueError("stats_groups > 1 keeps each group's statistics on disk: give an output folder (--out) or a cache.")
 
     seed_everything(cfg.seed)
     timings, calib, resumed = {}, {}, {}
@@ -326,7 +337,7 @@ def memory_needed(enc:Encoder,  # The loaded model
     scores = 4 * big if method(cfg.method).per_matrix else 4 * n  # scores made matrix by matrix, or all at once
     fields = stat_fields(cfg.method, cfg.score)
     paired = any(f in fields for f in ('cross', 'sq_gen', 'sq_dom'))
-    return {'gradient statistics': 4 * n * (len(fields) + 2 * paired),
+    return {'gradient statistics': 4 * n * (len(fields) + 2 * paired) // cfg.stats_groups,  # one group's at a time
             'per-sample gradients': (4 * n if cfg.recompute else 4 * big * (cfg.batch_size + 2)) if fields else 0,
             'scores and masks': scores + 2 * n}  # + the method's mask and magnitude's (bool)
 
@@ -347,7 +358,7 @@ def check_memory(enc:Encoder,               # The loaded model
             f"method {cfg.method!r} needs about {gb(sum(need.values()))} beyond the model ({part}: {gb(need[part])}), but "
             f"{enc.device.type} has {gb(available)} free. Choose a method that reads fewer statistics (gaprune methods; "
             f"magnitude, wanda and gaprune read none; {', '.join(stat_fields(cfg.method, cfg.score)) or 'none'} now), "
-            f"a smaller --batch-size, --recompute 1 (holds one text's activations at a time), or a device with more memory (--device cuda); GAPRUNE_NO_MEMORY_CHECK=1 skips this check.")
+            f"a smaller --batch-size, --recompute 1 (holds one text's activations at a time), --stats-groups K (statistics of 1/K of the matrices at a time, kept on disk), or a device with more memory (--device cuda); GAPRUNE_NO_MEMORY_CHECK=1 skips this check.")
     return need
 
 # %% ../nbs/11_pipeline.ipynb #887e7321

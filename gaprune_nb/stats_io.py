@@ -4,18 +4,20 @@
 
 # %% ../nbs/02b_stats_io.ipynb #78ddc5e1
 from __future__ import annotations
-import hashlib, json
+import hashlib, json, os, shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
 from torch import nn, Tensor
+from safetensors import safe_open
 from safetensors.torch import load_file
 from .store import atomic_dir, recover_dir, save_tensors, sha256_file, tensors_sha256, write_json
 
 # %% auto #0
 __all__ = ['TRIPLET_COLUMNS', 'TENSORS_FILE', 'StatsMismatch', 'dataset_sha256', 'dataset_identity', 'config_sha256',
-           'model_identity', 'identity_diff', 'check_identity', 'StatsCorrupt', 'write_atomic', 'read_manifest',
-           'verify_dir', 'read_dir']
+           'model_identity', 'identity_diff', 'check_identity', 'StatsCorrupt', 'shard_name', 'write_atomic',
+           'read_manifest', 'verify_dir', 'read_dir', 'LazyTensors']
 
 # %% ../nbs/02b_stats_io.ipynb #1d759d5d
 class StatsMismatch(ValueError):
@@ -107,15 +109,31 @@ TENSORS_FILE = 'stats.safetensors'
 class StatsCorrupt(ValueError):
     "A statistics or checkpoint folder whose files are damaged, truncated or edited."
 
+def shard_name(tensors_file:str, # The one-file name, e.g. 'stats.safetensors'
+               i:int, n:int      # Shard i (from 1) of n
+              ) -> str:
+    "The file name of shard `i` of `n`, as Hugging Face names sharded checkpoints: 'stats-00002-of-00004.safetensors'."
+    p = Path(tensors_file)
+    return f'{p.stem}-{i:05d}-of-{n:05d}{p.suffix}'
+
+def _take(src:Path, dst:Path):  # an existing tensors file, hard-linked (no copy, no memory) where the file system allows
+    try: os.link(src, dst)
+    except OSError: shutil.copyfile(src, dst)
+
 def write_atomic(path:str|Path,    # The folder to write (replaced atomically if it exists)
-                 tensors:dict,     # {name: tensor}
-                 meta:dict,        # JSON-able manifest; the tensors file's sha256 is added under 'files'
-                 tensors_file:str=TENSORS_FILE # Name of the tensors file in the folder
+                 tensors:dict|list, # {name: tensor}, or a list of shards, each such a dict, a function that returns one
+                                    # (called when its turn comes: one shard in memory at a time) or a safetensors file's path
+                 meta:dict,        # JSON-able manifest; each tensors file's sha256 is added under 'files'
+                 tensors_file:str=TENSORS_FILE # Name of the tensors file in the folder (of each shard: see `shard_name`)
                 ) -> Path:
-    "Write `tensors` (safetensors) and `meta` (`manifest.json`, with the tensors' checksum) to the folder `path`, atomically."
+    "Write `tensors` (safetensors, one file or shards) and `meta` (`manifest.json`, with the files' checksums) to the folder `path`, atomically."
+    shards = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
+    names = [tensors_file] if len(shards) == 1 else [shard_name(tensors_file, i + 1, len(shards)) for i in range(len(shards))]
     with atomic_dir(path) as tmp:
-        save_tensors(tensors, tmp/tensors_file)
-        write_json(tmp/'manifest.json', {**meta, 'files': {tensors_file: sha256_file(tmp/tensors_file)}})
+        for name, s in zip(names, shards):
+            if isinstance(s, (str, Path)): _take(Path(s), tmp/name)
+            else: save_tensors(s() if callable(s) else s, tmp/name)
+        write_json(tmp/'manifest.json', {**meta, 'files': {n: sha256_file(tmp/n) for n in names}})
     return Path(path)
 
 def read_manifest(path:str|Path # A folder written by `write_atomic`
@@ -131,26 +149,66 @@ def read_manifest(path:str|Path # A folder written by `write_atomic`
     return meta
 
 def verify_dir(path:str|Path,              # A folder written by `write_atomic`
-               tensors_file:str=TENSORS_FILE # The tensors file in it
+               tensors_file:str=TENSORS_FILE # The tensors file in it (named in the messages)
               ) -> dict:
-    "The manifest of a folder written by `write_atomic`, after checking its tensors file against the recorded sha256."
+    "The manifest of a folder written by `write_atomic`, after checking each tensors file against its recorded sha256."
     path = Path(path); meta = read_manifest(path)
-    f = path/tensors_file
-    if not f.is_file(): raise FileNotFoundError(f"{path} has a manifest but no {tensors_file}; delete {path} and recompute.")
-    want = (meta.get('files') or {}).get(tensors_file)
-    if want is None:
+    files = meta.get('files') or {}
+    if not files:
         raise StatsCorrupt(f"{path/'manifest.json'} records no checksum for {tensors_file} (written by an older "
                            "gaprune_nb); recompute the statistics.")
-    if sha256_file(f) != want:
-        raise StatsCorrupt(f"{f} does not match the sha256 in its manifest (truncated, damaged or edited); "
-                           f"delete {path} and recompute.")
+    for name, want in files.items():
+        f = path/name
+        if not f.is_file(): raise FileNotFoundError(f"{path} has a manifest but no {name}; delete {path} and recompute.")
+        if sha256_file(f) != want:
+            raise StatsCorrupt(f"{f} does not match the sha256 in its manifest (truncated, damaged or edited); "
+                               f"delete {path} and recompute.")
     return meta
 
 def read_dir(path:str|Path,              # A folder written by `write_atomic`
-             tensors_file:str=TENSORS_FILE # The tensors file in it
+             tensors_file:str=TENSORS_FILE, # The tensors file in it
+             lazy:bool=False             # Return a `LazyTensors` that reads each tensor when asked for, not a dict
             ) -> tuple[dict, dict]:
     "The tensors and manifest (as given to `write_atomic`) of a folder it wrote, after checking the tensors' sha256."
-    meta, f = verify_dir(path, tensors_file), Path(path)/tensors_file
+    meta = verify_dir(path, tensors_file)
+    files = [Path(path)/n for n in meta['files']]
     meta = {k: v for k, v in meta.items() if k != 'files'}
-    try: return load_file(str(f)), meta
-    except Exception as e: raise StatsCorrupt(f"{f} cannot be read ({e}); delete {path} and recompute.") from None
+    try: return (LazyTensors.open(files) if lazy else {k: v for f in files for k, v in load_file(str(f)).items()}), meta
+    except Exception as e: raise StatsCorrupt(f"{files[0]} cannot be read ({e}); delete {path} and recompute.") from None
+
+
+# %% ../nbs/02b_stats_io.ipynb #872b76b6
+class LazyTensors(Mapping):
+    "A read-only `{name: tensor}` over safetensors files that reads a tensor from disk each time it is asked for and holds none."
+    def __init__(self, where:dict, # {stored key: the file that holds it}
+                 keys:list|None=None, # The keys this mapping shows, in order (default: every stored key)
+                 prefix:str=''):     # Shown key k is stored as prefix + k
+        self.where, self.prefix = where, prefix
+        self.keys_ = list(keys) if keys is not None else [k[len(prefix):] for k in where if k.startswith(prefix)]
+        self.files = sorted(set(where.values()))
+
+    @classmethod
+    def open(cls, files:list): # safetensors files
+        "Every tensor of `files` (only their headers are read now)."
+        where = {}
+        for f in files:
+            with safe_open(str(f), 'pt') as h: where.update({k: Path(f) for k in h.keys()})
+        return cls(where)
+
+    def view(self, prefix:str, keys:list|None=None) -> LazyTensors:
+        "The tensors stored under `prefix`, shown without it (e.g. one field of saved statistics)."
+        return LazyTensors(self.where, keys, self.prefix + prefix)
+    def __getitem__(self, k):
+        if k not in self._index: raise KeyError(k)
+        with safe_open(str(self.where[self.prefix + k]), 'pt') as h: return h.get_tensor(self.prefix + k)
+    @property
+    def _index(self): return self.__dict__.setdefault('_set', set(self.keys_))
+    def __contains__(self, k): return k in self._index
+    def __iter__(self): return iter(self.keys_)
+    def __len__(self): return len(self.keys_)
+    def shape(self, k) -> torch.Size:
+        "The shape of tensor `k`, from the file's header (nothing read)."
+        with safe_open(str(self.where[self.prefix + k]), 'pt') as h: return torch.Size(h.get_slice(self.prefix + k).get_shape())
+    def numel(self) -> int: return sum(self.shape(k).numel() for k in self)
+    def __repr__(self): return f"LazyTensors({len(self)} tensors in {len(self.files)} file(s), prefix {self.prefix!r})"
+

@@ -113,3 +113,28 @@ def test_recompute_is_a_flag_and_gives_the_same_statistics(tmp_path):
             assert (w - v).norm() <= 1e-5 * v.norm(), (f, k)
     with pytest.raises(ValueError, match='recompute'): RunConfig(recompute=-1)
     assert gaprune('prune', '--recompute', '-1', '--out', tmp_path / 'x').returncode == 2
+
+
+def test_stats_groups_give_the_same_statistics_and_mask(tmp_path):
+    "`--stats-groups K` (statistics of 1/K of the matrices per pass, kept on disk, read lazily): same statistics, same mask."
+    from gaprune_nb.fisher import GradientStats
+    from gaprune_nb.masks import load_mask
+    out = tmp_path / 'run'
+    r = gaprune('prune', '--method', 'gaprune-paper', '--stats-groups', '3', '--n-calib', '8', '--batch-size', '4', '--pool', '200',
+                '--max-length', '64', '--out', out)
+    assert r.returncode == 0, r.stderr[-2000:]
+    cfg = RunConfig.from_run(out)
+    assert cfg.stats_groups == 3
+    assert sorted(p.name for p in (out / 'stats').glob('*.safetensors')) == [f'stats-0000{i}-of-00003.safetensors' for i in (1, 2, 3)]
+    assert not (tmp_path / 'run.partial').exists()
+    cfg.stats_groups = 1
+    prune_run(cfg, out=tmp_path / 'plain', show_progress=False)
+    grouped, plain = GradientStats.load(out / 'stats'), GradientStats.load(tmp_path / 'plain' / 'stats')
+    assert grouped.names == plain.names and grouped.fields == plain.fields
+    for f in plain.fields:
+        for k, v in getattr(plain, f).items(): assert torch.equal(getattr(grouped, f)[k], v), (f, k)
+    a, b = load_mask(out / 'mask.safetensors'), load_mask(tmp_path / 'plain' / 'mask.safetensors')
+    assert all(torch.equal(a[k], b[k]) for k in b)
+    with pytest.raises(ValueError, match='stats_groups'): RunConfig(stats_groups=0)
+    with pytest.raises(ValueError, match='stats_groups > 1 keeps'): prune_run(RunConfig(method='obd-kfac', stats_groups=2))
+    assert gaprune('prune', '--stats-groups', '0', '--out', tmp_path / 'x').returncode == 2

@@ -27,7 +27,7 @@ def _free_port() -> int:
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
 
-def _worker(rank, world, port, out, ckpt, stop_after):
+def _worker(rank, world, port, out, ckpt, stop_after, groups=0):
     import torch.distributed as dist
     torch.set_num_threads(1)
     dist.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}', rank=rank, world_size=world)
@@ -36,15 +36,19 @@ def _worker(rank, world, port, out, ckpt, stop_after):
         def on_step(step):
             if stop_after and step >= stop_after: raise Stop()
         try:
-            st = gradient_statistics(enc, Dataset.from_dict(GEN), Dataset.from_dict(DOM), checkpoint_dir=ckpt,
-                                     checkpoint_every=1, on_step=on_step, **KW)
+            if groups:  # one pass per group of matrices, each group on disk in `ckpt` (shared by the processes)
+                from gaprune_nb.stat_groups import grouped_statistics
+                st = grouped_statistics(enc, Dataset.from_dict(GEN), Dataset.from_dict(DOM), ckpt, groups,
+                                        checkpoint_every=1, on_step=on_step, **KW)
+            else: st = gradient_statistics(enc, Dataset.from_dict(GEN), Dataset.from_dict(DOM), checkpoint_dir=ckpt,
+                                           checkpoint_every=1, on_step=on_step, **KW)
         except Stop: return
         if rank == 0: st.save(out)
     finally: dist.destroy_process_group()
 
 
-def _spawn(tmp, name, ckpt=None, stop_after=None):
-    mp.spawn(_worker, args=(2, _free_port(), str(tmp/name), ckpt, stop_after), nprocs=2, join=True)
+def _spawn(tmp, name, ckpt=None, stop_after=None, groups=0):
+    mp.spawn(_worker, args=(2, _free_port(), str(tmp/name), ckpt, stop_after, groups), nprocs=2, join=True)
 
 
 def _close(a:GradientStats, b:GradientStats, rel=1e-6):
@@ -73,6 +77,15 @@ def test_two_processes_resume(tmp_path, single):
     assert not (tmp_path/'never').exists() and sorted(os.listdir(ckpt)) == ['rank0-of-2', 'rank1-of-2']
     _spawn(tmp_path, 'resumed', ckpt)                      # the same call again: each process resumes its own steps
     _close(GradientStats.load(tmp_path/'resumed'), single)
+
+
+def test_two_processes_in_groups_of_matrices(tmp_path, single):
+    "`grouped_statistics` under 2 processes: data-parallel inside each group, one writer, resumable: the one-process statistics."
+    ckpt = str(tmp_path/'groups')
+    _spawn(tmp_path, 'never', ckpt, stop_after=3, groups=2)   # stopped inside the first group
+    _spawn(tmp_path, 'grouped', ckpt, groups=2)
+    _close(GradientStats.load(tmp_path/'grouped'), single)
+    assert len(list((tmp_path/'grouped').glob('stats-*-of-00002.safetensors'))) == 2
 
 
 def test_torchrun_prune(tmp_path):
