@@ -22,7 +22,7 @@ Models: all-MiniLM-L6-v2 (22.7M parameters, 7.1M scored), SmolLM2-135M (GGUF fix
 Gemma3 text embedder shaped like EmbeddingGemma-300M (hidden 768, MLP 1152, 24 layers, vocabulary 262,144: 303M
 parameters, 64M scored). Then an extrapolation, on paper, from the measured per-parameter costs to 0.6B / 4B / 7B
 embedders (Qwen3-Embedding shapes) on one 80 GB GPU and on 8: data-parallel statistics (`torchrun`) divide the time,
-not the memory: every process holds the model and the accumulators.
+not the memory: every process holds the model and the accumulators (`--stats-groups K` divides those by K).
 
 Last, whole `gaprune prune` runs on a random-weight decoder shaped like Qwen2-0.5B (the model a 24 GB machine could not
 prune before, issue 14): the peak resident memory of the process, for magnitude, the default and `obd-kfac`.
@@ -142,20 +142,26 @@ def main():
               f"; without the batch's activations {worst_na[k]:+.2f}")
 
     # extrapolation, on paper: weights (bf16) + the measured per-scored-parameter cost of the default and of OBD
-    cost = {k: max(r['per_param'] for r in rows if r['method'] == k) for k in METHODS}
-    print("\nExtrapolation (on paper): bf16 weights (2 bytes / parameter) + the worst measured peak-act per scored")
+    extrapolate({k: max(r['per_param'] for r in rows if r['method'] == k) for k in METHODS}, 'the worst measured peak-act')
+    print("8 GPUs (torchrun, data-parallel): the same memory per GPU as one, statistics 8x faster; accumulators that do not")
+    print("fit one GPU: --stats-groups K divides them by K (results/bench/memory_groups.txt).")
+    batch_study()
+
+
+SHAPES = {'0.6B (Qwen3-Embedding-0.6B)': (0.6e9, 28 * 3 * 1024 * 3072), '4B (Qwen3-Embedding-4B)': (4.0e9, 36 * 3 * 2560 * 9728),
+          '7B (E5-Mistral-7B)': (7.1e9, 32 * 3 * 4096 * 14336)}  # parameters, scored MLP weights
+
+
+def extrapolate(cost:dict, what:str):
+    "On paper: bf16 weights + `cost[label]` fp32 values per scored weight, for the embedders of `SHAPES`."
+    print(f"\nExtrapolation (on paper): bf16 weights (2 bytes / parameter) + {what} per scored")
     print("weight above, times the scored MLP weights; activations not included (they grow with batch x tokens x")
     print("width x layers, not with the scored weights; act. above for the small models; lower --batch-size for big ones).")
-    shapes = {'0.6B (Qwen3-Embedding-0.6B)': (0.6e9, 28 * 3 * 1024 * 3072), '4B (Qwen3-Embedding-4B)': (4.0e9, 36 * 3 * 2560 * 9728),
-              '7B (E5-Mistral-7B)': (7.1e9, 32 * 3 * 4096 * 14336)}
-    print(f"{'model':30s} {'scored':>7s} " + ' '.join(f"{k:>14s}" for k in METHODS) + "   fits one 80 GB GPU?")
-    for name, (p, n) in shapes.items():
-        gb = {k: (2 * p + 4 * cost[k] * n) / 1e9 for k in METHODS}
-        print(f"{name:30s} {n / 1e9:6.2f}B " + ' '.join(f"{gb[k]:11.1f} GB" for k in METHODS) + "   "
-              + ', '.join(k for k in METHODS if gb[k] < 80 * 0.9))
-    print("8 GPUs (torchrun, data-parallel): the same memory per GPU as one, statistics 8x faster; a model whose")
-    print("accumulators do not fit one GPU needs them sharded (not implemented).")
-    batch_study()
+    print(f"{'model':30s} {'scored':>7s} " + ' '.join(f"{k:>14s}" for k in cost) + "   fits one 80 GB GPU?")
+    for name, (p, n) in SHAPES.items():
+        gb = {k: (2 * p + 4 * c * n) / 1e9 for k, c in cost.items()}
+        print(f"{name:30s} {n / 1e9:6.2f}B " + ' '.join(f"{gb[k]:11.1f} GB" for k in cost) + "   "
+              + (', '.join(k for k in cost if gb[k] < 80 * 0.9) or 'none'))
 
 
 def batch_study(model='minilm', meth='obd-kfac'):
@@ -195,17 +201,21 @@ def groups_study(*models):
     print(f"`gaprune-paper` statistics (5 fields) with `--stats-groups K` and `--recompute N` (batch 8, 128 tokens), peak beyond "
           f"the loaded model; {platform.node()}  torch {torch.__version__}  threads {os.environ.get('OMP_NUM_THREADS')}  {time.strftime('%Y-%m-%d')}")
     print(f"{'model':12s} {'K':>3s} {'N':>3s} {'stats MB':>9s} {'score MB':>9s} {'peak MB':>8s} {'vs mag.':>8s}  {'stats s':>8s} {'time x':>7s}")
+    cost = {}
     for model in models or MODELS:
         mag, base = run(model, 'magnitude')['total_extra'], None
         for k, n in ((1, 0), (1, 1), (2, 1), (4, 1)):
             r = run(model, 'gaprune-paper', 8, n, k)
             base = base or r['stats_s']
             over = per(r['total_extra'] - mag, r['scored'])
+            cost[f'K={k} N={n}'] = max(cost.get(f'K={k} N={n}', 0), per(r['total_extra'] - r['activations'], r['scored']))
             print(f"{model:12s} {k:3d} {n:3d} {r['stats_extra'] / 2**20:9.0f} {(r['score_extra'] + r['held_after_stats']) / 2**20:9.0f} "
                   f"{r['total_extra'] / 2**20:8.0f} {over:+8.2f}  {r['stats_s']:8.1f} {r['stats_s'] / base:7.2f}  "
                   f"{'(target met)' if over <= 5 else '(target missed)'}", flush=True)
     print("stats: the statistics pass; score: scoring + selection, the statistics held (in memory, or on disk for K > 1) included;")
     print("vs mag.: fp32 values per scored weight of the peak above magnitude's (target <= +5); time x: statistics time / (K=1, N=0)'s.")
+    extrapolate(cost, "gaprune-paper's worst measured peak-act (K groups, recompute N)")
+    print("8 GPUs (torchrun): the same memory per GPU; the K passes' time divided by 8.")
 
 
 QWEN05 = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,

@@ -79,16 +79,20 @@ def test_decoder_folder_gets_last_token_pooling_and_dtype_from_the_cli(tmp_path)
     assert dtypes == {'BF16'} and Encoder.from_pretrained(out).pooling == 'last'  # saved in bfloat16, reloads with last
 
 
+def prune_ok(out, *args) -> RunConfig:
+    "`gaprune prune ARGS --out OUT` on 8 calibration triplets from a 200-triplet pool: it must succeed; its config, reloaded."
+    r = gaprune('prune', *args, '--n-calib', '8', '--pool', '200', '--out', out)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return RunConfig.from_run(out)
+
+
 def test_score_settings_are_flags_recorded_in_the_report_and_reproduce_the_mask(tmp_path):
     "Every ScoreConfig field is a flag of `gaprune prune`; the run records it and RunConfig.from_run reproduces the mask."
     from gaprune_nb.masks import load_mask
     out = tmp_path / 'run'
-    r = gaprune('prune', '--method', 'gaprune', '--beta', '0', '--normalize', 'rms', '--clamp', '0.8,1.2', '--n-calib', '8',
-                '--pool', '200', '--out', out)
-    assert r.returncode == 0, r.stderr[-2000:]
+    cfg = prune_ok(out, '--method', 'gaprune', '--beta', '0', '--normalize', 'rms', '--clamp', '0.8,1.2')
     score = json.loads((out / 'gaprune_report.json').read_text())['config']['score']
     assert score['beta'] == 0 and score['normalize'] == 'rms' and score['clamp'] == [0.8, 1.2]
-    cfg = RunConfig.from_run(out)
     assert cfg.score.beta == 0 and cfg.score.clamp == (0.8, 1.2)
     _, mask, _ = prune_run(cfg, show_progress=False)
     saved = load_mask(out / 'mask.safetensors')
@@ -99,10 +103,7 @@ def test_recompute_is_a_flag_and_gives_the_same_statistics(tmp_path):
     "`--recompute N` (GradCache-style statistics, one pass of N texts held at a time): recorded, reproducible, same statistics."
     from gaprune_nb.fisher import GradientStats
     out = tmp_path / 'run'
-    r = gaprune('prune', '--method', 'obd-kfac', '--recompute', '2', '--n-calib', '8', '--pool', '200', '--max-length', '64',
-                '--out', out)
-    assert r.returncode == 0, r.stderr[-2000:]
-    cfg = RunConfig.from_run(out)
+    cfg = prune_ok(out, '--method', 'obd-kfac', '--recompute', '2', '--max-length', '64')
     assert cfg.recompute == 2
     cfg.recompute = 0
     prune_run(cfg, out=tmp_path / 'plain', show_progress=False)
@@ -120,10 +121,7 @@ def test_stats_groups_give_the_same_statistics_and_mask(tmp_path):
     from gaprune_nb.fisher import GradientStats
     from gaprune_nb.masks import load_mask
     out = tmp_path / 'run'
-    r = gaprune('prune', '--method', 'gaprune-paper', '--stats-groups', '3', '--n-calib', '8', '--batch-size', '4', '--pool', '200',
-                '--max-length', '64', '--out', out)
-    assert r.returncode == 0, r.stderr[-2000:]
-    cfg = RunConfig.from_run(out)
+    cfg = prune_ok(out, '--method', 'gaprune-paper', '--stats-groups', '3', '--batch-size', '4', '--max-length', '64')
     assert cfg.stats_groups == 3
     assert sorted(p.name for p in (out / 'stats').glob('*.safetensors')) == [f'stats-0000{i}-of-00003.safetensors' for i in (1, 2, 3)]
     assert not (tmp_path / 'run.partial').exists()
