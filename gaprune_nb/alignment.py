@@ -14,7 +14,7 @@ from .fisher import GradientStats
 from .options import ALIGNMENTS
 
 # %% auto #0
-__all__ = ['gradient_alignment']
+__all__ = ['check_alignment', 'alignment_of', 'gradient_alignment']
 
 # %% ../nbs/04_alignment.ipynb #4d59efd8
 def _official(gg:Tensor, gd:Tensor, eps:float, window:int) -> Tensor:
@@ -25,26 +25,30 @@ def _official(gg:Tensor, gd:Tensor, eps:float, window:int) -> Tensor:
     if prod.dim() != 2 or window < 2 or min(prod.shape) < window: return prod
     return F.avg_pool2d(prod[None, None], window, stride=1, padding=window // 2, count_include_pad=True)[0, 0]
 
+def check_alignment(stats:GradientStats, # From `gradient_statistics`
+                    method:str='cosine'  # 'cosine' (across paired batches), 'official' or 'sign'
+                   ):
+    "Refuse an unknown `method` or other statistics; warn when the cosine has too few paired batches to be more than a sign."
+    if method not in ALIGNMENTS: raise ValueError(f"method must be one of {ALIGNMENTS}, not {method!r}.")
+    if not isinstance(stats, GradientStats): raise TypeError(f"Expected GradientStats, got {type(stats).__name__}.")
+    if method == 'cosine' and stats.n_batches < 2:
+        warnings.warn(f"Only {stats.n_batches} paired batch(es): the cosine across batches reduces to a sign. "
+                      "Use more triplets or a smaller batch_size.")
+
+def alignment_of(stats:GradientStats, k:str, # The statistics and one matrix's name
+                 method:str='cosine', eps:float|None=None, window:int=3) -> Tensor:
+    "$s_g$ of the one matrix `k` (see `gradient_alignment`): what a scorer working matrix by matrix reads."
+    if method == 'cosine':  # in float64, so that products of tiny squares do not underflow
+        den = (stats.sq_gen[k].double().sqrt() * stats.sq_dom[k].double().sqrt()).clamp(min=1e-30 if eps is None else eps)
+        return (stats.cross[k].double() / den).clamp(-1, 1).float()
+    if method == 'official': return _official(stats.grad_gen[k].float(), stats.grad_dom[k].float(), 1e-8 if eps is None else eps, window)
+    return torch.sign(stats.grad_gen[k] * stats.grad_dom[k]).float()
+
 def gradient_alignment(stats:GradientStats, # From `gradient_statistics`
                        method:str='cosine', # 'cosine' (across paired batches), 'official' or 'sign'
                        eps:float|None=None, # Zero-denominator guard; default 1e-30 ('cosine'), 1e-8 ('official')
                        window:int=3         # Smoothing window of 'official' (as in the official code)
                       ) -> dict:
     "Per-weight general/domain gradient alignment $s_g$, keyed like the statistics (fp32, shaped like the weights)."
-    if method not in ALIGNMENTS: raise ValueError(f"method must be one of {ALIGNMENTS}, not {method!r}.")
-    if not isinstance(stats, GradientStats): raise TypeError(f"Expected GradientStats, got {type(stats).__name__}.")
-    out = {}
-    if method == 'cosine':
-        if stats.n_batches < 2:
-            warnings.warn(f"Only {stats.n_batches} paired batch(es): the cosine across batches reduces to a sign. "
-                          "Use more triplets or a smaller batch_size.")
-        eps = 1e-30 if eps is None else eps
-        for k, c in stats.cross.items():  # in float64, so that products of tiny squares do not underflow
-            den = (stats.sq_gen[k].double().sqrt() * stats.sq_dom[k].double().sqrt()).clamp(min=eps)
-            out[k] = (c.double() / den).clamp(-1, 1).float()
-    elif method == 'official':
-        eps = 1e-8 if eps is None else eps
-        out = {k: _official(stats.grad_gen[k].float(), stats.grad_dom[k].float(), eps, window) for k in stats.grad_gen}
-    else:
-        out = {k: torch.sign(stats.grad_gen[k] * stats.grad_dom[k]).float() for k in stats.grad_gen}
-    return out
+    check_alignment(stats, method)
+    return {k: alignment_of(stats, k, method, eps, window) for k in (stats.cross if method == 'cosine' else stats.grad_gen)}

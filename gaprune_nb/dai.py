@@ -83,19 +83,20 @@ def dai_scores(weights:dict,                 # {name: weight tensor} (see `score
     absw = lambda n: weights[n].float().abs()
     sd = term_scale(fisher_dom, fisher_scale)
     sg = term_scale(fisher_gen, fisher_scale) if beta else 1.0
-    t1 = {n: (fisher_dom[n].float()/sd - beta * fisher_gen[n].float()/sg if beta else fisher_dom[n].float()/sd) * absw(n) for n in weights}
-    s1 = term_scale(t1, normalize)
+    def fisher(n):  # the Fisher term of one matrix
+        return (fisher_dom[n].float()/sd - beta * fisher_gen[n].float()/sg if beta else fisher_dom[n].float()/sd) * absw(n)
+    s1 = term_scale(PerMatrix(weights, fisher), normalize)  # its global scale, read matrix by matrix (the median too)
     s2 = term_scale(weights, normalize, key=lambda x: (x.abs() + eps).sqrt())
-    for n, d in t1.items():
-        d.div_(s1)
+    def one(n):
+        d = fisher(n).div_(s1)
         t2 = (absw(n) + eps).sqrt_().mul_(gamma / s2)
         f = (1 + alpha * s_g[n].float()) if alpha else None
         if f is not None and clamp is not None: f = f.clamp(*clamp)
         if modulate == 'fisher' and f is not None: d.mul_(f)
         d.add_(t2)
         if modulate == 'all' and f is not None: d.mul_(f)
-        if softplus: t1[n] = nn.functional.softplus(d)
-    return t1
+        return nn.functional.softplus(d) if softplus else d
+    return PerMatrix(weights, one)  # made when read: the whole model's scores never exist at once (`dict(...)` keeps them)
 
 # %% ../nbs/05_dai.ipynb #fa7eb511
 def calib_batches(calib,          # A list of texts, or a dataset / dict with query, positive (and negative) columns
@@ -157,7 +158,7 @@ class ActivationNorms(dict):
 def _stored(d:dict|None, dtype:str|None) -> dict|None:
     "Round tensors through `dtype` (how a statistic stored in fp16 comes back), as fp32."
     if d is None or dtype is None: return d
-    return {k: v.to(getattr(torch, dtype)).float() for k, v in d.items()}
+    return PerMatrix(d, lambda k: d[k].to(getattr(torch, dtype)).float())
 
 def _fisher(stats, kind:str) -> tuple[dict, dict]:
     "(domain, general) Fisher of the kind asked for, from statistics computed in either mode."
@@ -182,9 +183,10 @@ def gaprune_scores(weights:dict,                 # {name: weight tensor} (see `s
     cfg = config or ScoreConfig()
     fd, fg = _fisher(stats, cfg.fisher)
     s_g = None
-    if cfg.alpha:
-        from gaprune_nb.alignment import gradient_alignment
-        s_g = gradient_alignment(stats, method=cfg.alignment)
+    if cfg.alpha:  # made matrix by matrix when read, like the scores
+        from gaprune_nb.alignment import alignment_of, check_alignment
+        check_alignment(stats, cfg.alignment)
+        s_g = PerMatrix(weights, lambda k: alignment_of(stats, k, cfg.alignment))
     w, fd, fg, s_g = (_stored(d, cfg.storage_dtype) for d in (weights, fd, fg, s_g))
     return dai_scores(w, fd, fg if cfg.beta else None, s_g, **cfg.dai_kwargs())
 
@@ -198,9 +200,9 @@ def scorer(name:str): # A method name of `gaprune_nb.options.REGISTRY`
     return deco
 
 @scorer('random')
-def _random(w, seed=0, **_):
-    gen = torch.Generator().manual_seed(seed)
-    return {k: torch.rand(v.shape, generator=gen).to(v.device) for k, v in w.items()}
+def _random(w, seed=0, **_):  # each matrix its own generator (seed, position): the same scores whenever it is read
+    pos = {k: i for i, k in enumerate(w)}
+    return PerMatrix(w, lambda k: torch.rand(w[k].shape, generator=torch.Generator().manual_seed(seed * 1_000_003 + pos[k])).to(w[k].device))
 
 @scorer('magnitude')
 def _magnitude(w, **_): return PerMatrix(w, lambda k: w[k].float().abs())

@@ -27,15 +27,16 @@ class Method:
 
 _SAL = 'gaprune_nb.saliency'
 REGISTRY = {m.name: m for m in [
-    Method('random', False, False, 'uniformly random scores (a floor)'),
+    Method('random', False, False, 'uniformly random scores (a floor)', per_matrix=True),
     Method('magnitude', False, False, '|W|', per_matrix=True),
     Method('fisher-gen', True, True, 'general-domain diagonal Fisher', per_matrix=True),
     Method('fisher-dom', True, True, 'target-domain diagonal Fisher', per_matrix=True),
     Method('wanda', False, True, "|W| x input activation norm on domain triplets (Wanda)", per_matrix=True),
     Method('gaprune', False, True, "the default, chosen by measurement in 13_exp_oneshot: |W| x input activation norm "
            "on domain triplets per output row (Wanda's scope); it beat every gradient-based saliency there", scope='row', per_matrix=True),
-    Method('gaprune-paper', True, True, "DAI as the paper writes it: [(F_dom - beta F_gen)|θ| + gamma sqrt|θ|](1 + alpha s_g)"),
-    Method('gaprune-official', True, True, "DAI with the public GAPrune code's settings"),
+    Method('gaprune-paper', True, True, "DAI as the paper writes it: [(F_dom - beta F_gen)|θ| + gamma sqrt|θ|](1 + alpha s_g)",
+           per_matrix=True),
+    Method('gaprune-official', True, True, "DAI with the public GAPrune code's settings", per_matrix=True),
     Method('obd', True, True, "loss-increase saliency ½θ²(F_dom + lam F_gen), each Fisher trace-normalised", module=_SAL,
            per_matrix=True),
     Method('obd-kfac', True, True, "OBD with each Fisher denoised to row-sum × column-sum (K-FAC's diagonal)", module=_SAL,
