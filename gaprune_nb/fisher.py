@@ -184,10 +184,11 @@ class GradientStats:
     def load(cls, path:str|Path, model:nn.Module|None=None, # If given, must be the model the stats were computed on
              general=None, domain=None,                      # If given, must be the triplets they were computed on
              domain_name:str|None=None,                      # If given, must be the domain they were computed for
-             lazy:bool=False                                 # Read each tensor from disk when it is used (`LazyTensors`)
+             lazy:bool=False,                                # Read each tensor from disk when it is used (`LazyTensors`)
+             device:str|torch.device='cpu'                   # Where the tensors are read to
             ) -> GradientStats:
         "Load statistics saved with `save`, refusing (`StatsMismatch`) a model or data they were not computed on."
-        tensors, meta = read_dir(path, lazy=lazy)
+        tensors, meta = read_dir(path, lazy=lazy, device=str(device))
         if 'params' not in meta: raise StatsCorrupt(f"{path}/manifest.json is not a GradientStats manifest.")
         check_identity(meta, model, general, domain, where=path, domain_name=domain_name)
         have = meta.get('fields', STAT_FIELDS)  # files written before `fields` existed hold all seven

@@ -289,7 +289,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     stats_path = stats if isinstance(stats, (str, Path)) else None
     if stats_path is not None:
         if not m.stats: raise ValueError(f"--stats: method {cfg.method!r} uses no gradient statistics.")
-        stats = GradientStats.load(stats_path, domain_name=cfg.domain)  # damaged or other-domain: refused now, read once
+        stats = GradientStats.load(stats_path, domain_name=cfg.domain, lazy=True, device=cfg.device or 'cpu')  # damaged or other-domain: refused now; read matrix by matrix
     if checkpoint_every < 1: raise ValueError(f"checkpoint_every must be >= 1, not {checkpoint_every}")
     protect = tuple(Path(p).expanduser() for p in (root, cfg.data, os.environ.get('GAPRUNE_DATA')) if p)  # never written
     out = check_output(out, overwrite, protect) if out is not None else None

@@ -45,7 +45,7 @@ def grouped_statistics(encoder:Encoder,          # The embedding model
     where = Path(folder)/f'groups-{sha256_json(dict(settings=settings, parts=parts))[:12]}'
     final, main = where/'stats', rank_world()[0] == 0
     if (final/'manifest.json').exists():
-        try: return GradientStats.load(final, encoder, general, domain, kwargs.get('domain_name'), lazy=True)
+        try: return GradientStats.load(final, encoder, general, domain, kwargs.get('domain_name'), lazy=True, device=encoder.device)
         except (StatsMismatch, StatsCorrupt):
             barrier()
             if main: shutil.rmtree(final)
@@ -68,4 +68,4 @@ def grouped_statistics(encoder:Encoder,          # The embedding model
         write_atomic(final, [d/TENSORS_FILE for d in dirs], {**meta, 'params': names, 'model': model_identity(encoder, names)})
         for d in dirs: shutil.rmtree(d)
     barrier()
-    return GradientStats.load(final, lazy=True)
+    return GradientStats.load(final, lazy=True, device=encoder.device)  # read to the model's device, matrix by matrix

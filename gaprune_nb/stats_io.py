@@ -167,13 +167,14 @@ def verify_dir(path:str|Path,              # A folder written by `write_atomic`
 
 def read_dir(path:str|Path,              # A folder written by `write_atomic`
              tensors_file:str=TENSORS_FILE, # The tensors file in it
-             lazy:bool=False             # Return a `LazyTensors` that reads each tensor when asked for, not a dict
+             lazy:bool=False,            # Return a `LazyTensors` that reads each tensor when asked for, not a dict
+             device:str='cpu'            # Where the tensors are read to
             ) -> tuple[dict, dict]:
     "The tensors and manifest (as given to `write_atomic`) of a folder it wrote, after checking the tensors' sha256."
     meta = verify_dir(path, tensors_file)
     files = [Path(path)/n for n in meta['files']]
     meta = {k: v for k, v in meta.items() if k != 'files'}
-    try: return (LazyTensors.open(files) if lazy else {k: v for f in files for k, v in load_file(str(f)).items()}), meta
+    try: return (LazyTensors.open(files, device) if lazy else {k: v for f in files for k, v in load_file(str(f), device=str(device)).items()}), meta
     except Exception as e: raise StatsCorrupt(f"{files[0]} cannot be read ({e}); delete {path} and recompute.") from None
 
 
@@ -182,25 +183,26 @@ class LazyTensors(Mapping):
     "A read-only `{name: tensor}` over safetensors files that reads a tensor from disk each time it is asked for and holds none."
     def __init__(self, where:dict, # {stored key: the file that holds it}
                  keys:list|None=None, # The keys this mapping shows, in order (default: every stored key)
-                 prefix:str=''):     # Shown key k is stored as prefix + k
-        self.where, self.prefix = where, prefix
+                 prefix:str='',      # Shown key k is stored as prefix + k
+                 device:str='cpu'):  # Where the tensors are read to
+        self.where, self.prefix, self.device = where, prefix, str(device)
         self.keys_ = list(keys) if keys is not None else [k[len(prefix):] for k in where if k.startswith(prefix)]
         self.files = sorted(set(where.values()))
 
     @classmethod
-    def open(cls, files:list): # safetensors files
+    def open(cls, files:list, device:str='cpu'): # safetensors files, and where their tensors are read to
         "Every tensor of `files` (only their headers are read now)."
         where = {}
         for f in files:
             with safe_open(str(f), 'pt') as h: where.update({k: Path(f) for k in h.keys()})
-        return cls(where)
+        return cls(where, device=device)
 
     def view(self, prefix:str, keys:list|None=None) -> LazyTensors:
         "The tensors stored under `prefix`, shown without it (e.g. one field of saved statistics)."
-        return LazyTensors(self.where, keys, self.prefix + prefix)
+        return LazyTensors(self.where, keys, self.prefix + prefix, self.device)
     def __getitem__(self, k):
         if k not in self._index: raise KeyError(k)
-        with safe_open(str(self.where[self.prefix + k]), 'pt') as h: return h.get_tensor(self.prefix + k)
+        with safe_open(str(self.where[self.prefix + k]), 'pt', device=self.device) as h: return h.get_tensor(self.prefix + k)
     @property
     def _index(self): return self.__dict__.setdefault('_set', set(self.keys_))
     def __contains__(self, k): return k in self._index

@@ -133,6 +133,10 @@ def test_stats_groups_give_the_same_statistics_and_mask(tmp_path):
         for k, v in getattr(plain, f).items(): assert torch.equal(getattr(grouped, f)[k], v), (f, k)
     a, b = load_mask(out / 'mask.safetensors'), load_mask(tmp_path / 'plain' / 'mask.safetensors')
     assert all(torch.equal(a[k], b[k]) for k in b)
+    # the sharded folder reused with --stats (read matrix by matrix): the same mask again
+    prune_ok(tmp_path / 'reused', '--method', 'gaprune-paper', '--batch-size', '4', '--max-length', '64', '--stats', out / 'stats')
+    c = load_mask(tmp_path / 'reused' / 'mask.safetensors')
+    assert all(torch.equal(c[k], b[k]) for k in b)
     with pytest.raises(ValueError, match='stats_groups'): RunConfig(stats_groups=0)
     with pytest.raises(ValueError, match='stats_groups > 1 keeps'): prune_run(RunConfig(method='obd-kfac', stats_groups=2))
     assert gaprune('prune', '--stats-groups', '0', '--out', tmp_path / 'x').returncode == 2

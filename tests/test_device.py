@@ -97,3 +97,12 @@ def test_cuda_slim_run(tmp_path):
                         show_progress=False)
     assert next(enc.parameters()).device.type == 'cuda'
     assert Encoder.from_pretrained(tmp_path/'slim').encode(['a question'], kind='query').shape[0] == 1
+
+
+@cuda
+def test_cuda_statistics_in_groups(tmp_path):
+    "--stats-groups on the GPU: the groups' statistics are read back to the model's device, the mask is the one-pass mask."
+    cfg = dict(method='obd-kfac', n_calib=8, pool=100, device='cuda')
+    _, one, _ = prune_run(RunConfig(**cfg), out=tmp_path/'one', show_progress=False)
+    _, grouped, _ = prune_run(RunConfig(**cfg, stats_groups=2), out=tmp_path/'grouped', show_progress=False)
+    assert all(torch.equal(one[k], grouped[k]) for k in one)
