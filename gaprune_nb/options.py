@@ -162,6 +162,7 @@ class SlimConfig:
     lam: float = 1e-3             # weight of the L0 surrogate per gate
     gate_lr: float = 1e-2         # learning rate of the gates
     gate_weights: str = 'frozen'  # the model's weights while the gates train: 'frozen', 'full' or 'lora'
+    fold_gates: bool = True       # fold the kept gates' values into the down projections (EffiR); False: gates only rank
     finetune: str = 'full'        # retrieval fine-tuning after slimming: 'full', 'lora' or 'none'
     finetune_steps: int = 100     # fine-tuning steps
     batch_size: int = 16          # triplets per training step

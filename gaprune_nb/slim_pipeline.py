@@ -62,7 +62,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
             stats = statistics(enc, calib, rc, show_progress=say)[0] if method(cfg.scorer).stats else None
             scores = neuron_scores(enc, score(enc, rc, stats, calib))
     with stage(t, f'fine: keep {cfg.keep:.0%} of the MLP neurons', say):
-        slim(enc, scores, cfg.keep, gates)
+        slim(enc, scores, cfg.keep, gates, fold=cfg.fold_gates)
     if cfg.finetune != 'none' and cfg.finetune_steps:
         with stage(t, f'fine-tune ({cfg.finetune}, {cfg.finetune_steps} steps)', say), token_limit(enc, cfg.train_max_length):
             retrain(enc, train, cfg.finetune_steps, config=RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size,

@@ -149,10 +149,11 @@ def slim(encoder:Encoder,     # The model, changed in place
          scores:dict,          # {layer index: per-neuron importance} (`gate_scores`, `neuron_scores`)
          keep:float,           # Share of the MLP neurons to keep (global ranking)
          gates:NeuronGates|None=None, # If the scores are trained gates: folded into the down projections first
-         min_width:int=1       # Neurons kept in every layer
+         min_width:int=1,      # Neurons kept in every layer
+         fold:bool=True        # Fold the gate values into the kept neurons (EffiR); False: the gates only rank, then go
         ) -> dict:
     "Select globally, fold the gates (if any), remove the rest: returns the keep-masks applied."
     keep_mask = select_neurons(scores, keep, min_width)
-    if gates is not None: gates.fold()
+    if gates is not None: gates.fold() if fold else gates.remove()
     remove_neurons(encoder, keep_mask)
     return keep_mask
