@@ -51,11 +51,12 @@ def grouped_statistics(encoder:Encoder,          # The embedding model
             if main: shutil.rmtree(final)
     dirs = [where/f'part-{i + 1}-of-{len(parts)}' for i in range(len(parts))]
     for names, part in zip(parts, dirs):
+        ckpt = part.with_name(part.name + '.checkpoint')
         try:
             GradientStats.load(part, encoder, general, domain, lazy=True)  # finished before, for this model and data
+            if main: shutil.rmtree(ckpt, ignore_errors=True)  # left by a stop between the save and the clean-up
             continue
         except (FileNotFoundError, StatsMismatch, StatsCorrupt): pass
-        ckpt = part.with_name(part.name + '.checkpoint')
         st = gradient_statistics(encoder, general, domain, params={k: linears[k] for k in names}, checkpoint_dir=ckpt,
                                  show_progress=show_progress, **kwargs)
         if main: st.save(part)
