@@ -24,6 +24,7 @@ class Method:
     module: str = 'gaprune_nb.dai'  # the module that registers its scorer (imported when the method is first used)
     scope: str = 'global'           # default mask scope (`RunConfig.scope=None` takes it)
     per_matrix: bool = False        # its scorer makes each matrix's scores when read (`importance(lazy=True)` keeps it so)
+    held: int = 0                   # fp32 values per scored weight its scorer keeps for the whole model meanwhile
 
 _SAL = 'gaprune_nb.saliency'
 REGISTRY = {m.name: m for m in [
@@ -41,7 +42,8 @@ REGISTRY = {m.name: m for m in [
            per_matrix=True),
     Method('obd-kfac', True, True, "OBD with each Fisher denoised to row-sum × column-sum (K-FAC's diagonal)", module=_SAL,
            per_matrix=True),
-    Method('balanced', True, True, "keep a weight if domain OBD or general OBD ranks it high", module=_SAL),
+    Method('balanced', True, True, "keep a weight if domain OBD or general OBD ranks it high", module=_SAL,
+           per_matrix=True, held=2),  # every domain and every general score, sorted, for the global ranks
     Method('ria', False, True, "relative importance × activation^½ on domain triplets (RIA)", module=_SAL, per_matrix=True),
     Method('sparsegpt', False, True, "SparseGPT: OBS mask and weight update from the domain triplets' input Hessians",
            update=True, module='gaprune_nb.sparsegpt'),

@@ -334,7 +334,8 @@ def memory_needed(enc:Encoder,  # The loaded model
     "Bytes a run needs beyond the loaded model, by part (the parts that grow with the number of scored weights)."
     sizes = [m.weight.numel() for m in mlp_linears(enc).values()]
     n, big = sum(sizes), max(sizes)
-    scores = 4 * big if method(cfg.method).per_matrix else 4 * n  # scores made matrix by matrix, or all at once
+    m = method(cfg.method)
+    scores = (4 * big if m.per_matrix else 4 * n) + 4 * n * m.held  # scores made matrix by matrix, or all at once
     fields = stat_fields(cfg.method, cfg.score)
     paired = any(f in fields for f in ('cross', 'sq_gen', 'sq_dom'))
     return {'gradient statistics': 4 * n * (len(fields) + 2 * paired) // cfg.stats_groups,  # one group's at a time

@@ -4,7 +4,7 @@
 
 # %% ../nbs/05b_saliency.ipynb #99087bfb
 from __future__ import annotations
-import torch
+import numpy as np, torch
 from torch import Tensor
 
 from .dai import activation_norms, check_stats, scorer, term_scale
@@ -57,22 +57,54 @@ def kfac_diagonal(fisher:dict # {name: diagonal Fisher, (out, in)}
     return PerMatrix(fisher, lambda k: _rank_one(fisher[k]))
 
 # %% ../nbs/05b_saliency.ipynb #b1a4da46
-def percentile_ranks(scores:dict # {name: tensor}
-                    ) -> dict:
-    "Rank of every entry among all entries of `scores`, scaled to (0, 1] (ties broken by position)."
-    flat = torch.cat([v.float().flatten() for v in scores.values()])
-    r = torch.empty(len(flat), dtype=torch.float32)
-    r[torch.argsort(flat, stable=True)] = torch.arange(1, len(flat) + 1, dtype=torch.float32) / len(flat)
-    out, i = {}, 0
-    for k, v in scores.items(): out[k] = r[i:i+v.numel()].view(v.shape).to(v.device); i += v.numel()
-    return out
+def _values(x:Tensor) -> np.ndarray: return x.detach().float().flatten().cpu().numpy()
+
+def _repeated(v:np.ndarray, rep:np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    "Which entries of `v` take a value of `rep` (sorted, unique), and that value's index in `rep`."
+    j = np.searchsorted(rep, v)
+    hit = rep[np.minimum(j, len(rep) - 1)] == v if len(rep) else np.zeros(len(v), bool)
+    return hit, j[hit]
+
+def _rank_table(scores:dict) -> tuple:
+    "All values sorted (4 bytes per entry) and, per matrix, how often each repeated value occurs in the matrices before it."
+    n = sum(scores[k].numel() for k in scores)
+    srt, i = np.empty(n, np.float32), 0
+    for k in scores: v = _values(scores[k]); srt[i:i+len(v)] = v; i += len(v)
+    srt.sort()
+    rep = np.unique(srt[1:][srt[1:] == srt[:-1]])  # values that occur more than once (ties, broken by position)
+    seen, before = np.zeros(len(rep), np.int64), {}
+    for k in scores:
+        u, c = np.unique(_repeated(_values(scores[k]), rep)[1], return_counts=True)
+        before[k] = (u, seen[u].copy()); seen[u] += c
+    return srt, rep, before
+
+def _ranks(x:Tensor, srt:np.ndarray, rep:np.ndarray, before:tuple) -> Tensor:
+    "Rank in (0, 1] of every entry of `x` among all the entries `_rank_table` saw."
+    v = _values(x)
+    r = np.searchsorted(srt, v, 'left').astype(np.int64) + 1  # 1 + how many are smaller
+    hit, g = _repeated(v, rep)
+    if len(g):  # + how many equal ones come before it: in earlier matrices, then earlier in this one
+        o = np.argsort(g, kind='stable')
+        first = np.r_[0, np.flatnonzero(np.diff(g[o])) + 1]
+        occ = np.empty(len(g), np.int64)
+        occ[o] = np.arange(len(g)) - np.repeat(first, np.diff(np.r_[first, len(g)]))
+        u, b = before
+        r[hit] += b[np.searchsorted(u, g)] + occ
+    return (torch.from_numpy(r).float() / len(srt)).view(x.shape).to(x.device)
+
+def percentile_ranks(scores:dict # {name: tensor}, or a `PerMatrix` (read twice, then once per use)
+                    ) -> PerMatrix:
+    "Rank of every entry among all entries of `scores`, scaled to (0, 1] (ties broken by position), made matrix by matrix."
+    srt, rep, before = _rank_table(scores)
+    return PerMatrix(scores, lambda k: _ranks(scores[k], srt, rep, before[k]))
 
 def balanced_scores(a:dict, # {name: saliency for one objective}
                     b:dict  # {name: saliency for the other}
-                   ) -> dict:
+                   ) -> PerMatrix:
     "max(percentile rank in `a`, percentile rank in `b`): a weight is kept if either objective ranks it high."
     ra, rb = percentile_ranks(a), percentile_ranks(b)
-    return {k: torch.maximum(ra[k], rb[k]) for k in a}
+    return PerMatrix(a, lambda k: torch.maximum(ra[k], rb[k]))
+
 
 # %% ../nbs/05b_saliency.ipynb #be730398
 def ria_scores(weights:dict,   # {name: weight (out, in)}
