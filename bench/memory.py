@@ -33,7 +33,7 @@ prune before, issue 14): the peak resident memory of the process, for magnitude,
 import json, os, shutil, subprocess, sys, time
 from pathlib import Path
 
-METHODS = ('magnitude', 'gaprune', 'obd-kfac', 'gaprune-paper')
+METHODS = ('magnitude', 'gaprune', 'obd-kfac', 'balanced', 'gaprune-paper')
 MODELS = ('minilm', 'smollm2', 'gemma3-300m')
 GEMMA = dict(hidden_size=768, intermediate_size=1152, num_hidden_layers=24, num_attention_heads=3, num_key_value_heads=1,
              head_dim=256, vocab_size=262144, max_position_embeddings=2048, sliding_window=512)
