@@ -8,7 +8,7 @@ import numpy as np, torch
 from torch import Tensor
 
 from .dai import activation_norms, check_stats, scorer, term_scale
-from .masks import PerMatrix
+from .masks import MaskError, PerMatrix
 from .options import ScoreConfig
 
 # %% auto #0
@@ -71,6 +71,7 @@ def _rank_table(scores:dict) -> tuple:
     srt, i = np.empty(n, np.float32), 0
     for k in scores: v = _values(scores[k]); srt[i:i+len(v)] = v; i += len(v)
     srt.sort()
+    if n and np.isnan(srt[-1]): raise MaskError("the scores contain NaN: cannot rank them (check the statistics).")
     rep = np.unique(srt[1:][srt[1:] == srt[:-1]])  # values that occur more than once (ties, broken by position)
     seen, before = np.zeros(len(rep), np.int64), {}
     for k in scores:
