@@ -73,10 +73,11 @@ def _rank_table(scores:dict) -> tuple:
     srt.sort()
     if n and np.isnan(srt[-1]): raise MaskError("the scores contain NaN: cannot rank them (check the statistics).")
     rep = np.unique(srt[1:][srt[1:] == srt[:-1]])  # values that occur more than once (ties, broken by position)
-    seen, before = np.zeros(len(rep), np.int64), {}
+    dt = np.int32 if n < 2**31 else np.int64  # half the table's memory where the counts allow
+    seen, before = np.zeros(len(rep), dt), {}
     for k in scores:
         u, c = np.unique(_repeated(np.sort(_values(scores[k])), rep)[1], return_counts=True)
-        before[k] = (u, seen[u].copy()); seen[u] += c
+        before[k] = (u.astype(dt), seen[u]); seen[u] += c.astype(dt)
     return srt, rep, before
 
 def _ranks(x:Tensor, srt:np.ndarray, rep:np.ndarray, before:tuple) -> Tensor:
