@@ -94,7 +94,7 @@ def _ranks(x:Tensor, srt:np.ndarray, rep:np.ndarray, before:tuple) -> Tensor:
     r[o] = r.copy()  # back to the matrix's order
     return (torch.from_numpy(r).float() / len(srt)).view(x.shape).to(x.device)
 
-def percentile_ranks(scores:dict # {name: tensor}, or a `PerMatrix` (read twice, then once per use)
+def percentile_ranks(scores:dict # {name: tensor}, or a `PerMatrix` (read three times, then once per use)
                     ) -> PerMatrix:
     "Rank of every entry among all entries of `scores`, scaled to (0, 1] (ties broken by position), made matrix by matrix."
     srt, rep, before = _rank_table(scores)
