@@ -5,7 +5,8 @@ the test.
 
     HF_HUB_OFFLINE=1 GAPRUNE_DATA=../shared/data python bench/gpu_memory.py [MODEL ...] > results/bench/gpu_memory.txt
 
-(`GPU_BENCH_METHODS=magnitude,obd-kfac` measures only those methods; magnitude first, as the reference.)
+(`GPU_BENCH_METHODS=magnitude,obd-kfac` measures only those methods; magnitude first, as the reference.
+`--estimates` (no GPU needed) -> results/bench/memory_estimate.txt: prune_run's memory estimate against these peaks.)
 
 Each (model, method) runs in a fresh process with the model built directly on the GPU (random weights, bf16: a
 measurement of memory, not of quality), the statistics on 8 general + 8 finance triplets of 128 tokens in batches of
@@ -129,8 +130,47 @@ def main(models):
     print(f"host during scoring. Paper shapes: {', '.join(SHAPES)} (bench/memory.py's extrapolation).")
 
 
+def _meta(mt, kw, dtype, tok):
+    "An `Encoder` of that shape on the meta device (no memory): enough for `memory_needed`."
+    import torch
+    from transformers import AutoConfig, AutoModel
+    from gaprune_nb.core import Encoder
+    with torch.device('meta'): m = AutoModel.from_config(AutoConfig.for_model(mt, **kw, pad_token_id=tok.pad_token_id), dtype=dtype)
+    return Encoder(m, tok, pooling='last', max_length=128)
+
+
+def estimates():
+    """`--estimates`: `prune_run`'s memory estimate (`memory_needed`, `memory_total`) for `obd-kfac` at batch 8 and 128
+    tokens, next to the peaks measured here (results/bench/gpu_memory.txt) and on the CPU (results/bench/memory.txt)."""
+    import re, torch
+    from transformers import AutoConfig
+    from gaprune_nb.core import Encoder
+    from gaprune_nb.fixtures import minilm_path, smollm2_path, tiny_tokenizer
+    from gaprune_nb.pipeline import RunConfig, memory_needed, memory_total
+    import gaprune_nb.saliency  # registers the OBD scorers
+    res = Path(__file__).parent.parent/'results'/'bench'
+    gpu = {m.group(1): float(m.group(2)) for m in re.finditer(r'^(\S+)\s+obd-kfac\s+(?:\S+\s+){3}(\S+)', (res/'gpu_memory.txt').read_text(), re.M)}
+    cpu = {m.group(1): float(m.group(2)) for m in re.finditer(r'^(\S+)\s+obd-kfac\s+\S+\s+(\S+)', (res/'memory.txt').read_text(), re.M)}
+    cfg = RunConfig(method='obd-kfac', max_length=128)
+    print("`obd-kfac`, batch 8, 128 tokens: prune_run's estimate beyond the model against the measured peak.")
+    print(f"GPU, bf16 (measured: 'stats GB' of results/bench/gpu_memory.txt):\n{'model':12s} {'activations':>12s} {'memory_total':>13s} {'measured':>9s} {'ratio':>6s}")
+    for name in ('gemma3-300m', 'qwen3-4b', 'mistral-7b'):
+        mt, kw = SPECS[name]
+        need = memory_needed(_meta(mt, kw, torch.bfloat16, tiny_tokenizer(mt)), cfg)
+        print(f"{name:12s} {need['activations'] / 1e9:9.2f} GB {memory_total(need) / 1e9:10.2f} GB {gpu[name]:6.2f} GB {memory_total(need) / 1e9 / gpu[name]:6.2f}")
+    print(f"CPU, fp32, activations alone (measured: 'act. MB' of results/bench/memory.txt):\n{'model':12s} {'activations':>12s} {'measured':>9s} {'ratio':>6s}")
+    encs = {'minilm': lambda: Encoder.from_pretrained(minilm_path(), max_length=128),
+            'smollm2': lambda: _meta('llama', {k: v for k, v in AutoConfig.from_pretrained(smollm2_path()).to_diff_dict().items()
+                                          if k not in ('pad_token_id', 'model_type')}, torch.float32, tiny_tokenizer('llama')),
+            'gemma3-300m': lambda: _meta('gemma3_text', GEMMA, torch.float32, tiny_tokenizer('gemma3_text'))}
+    for name, make in encs.items():
+        a = memory_needed(make(), cfg)['activations'] / 2**20
+        print(f"{name:12s} {a:9.0f} MB {cpu[name]:6.0f} MB {a / cpu[name]:6.2f}")
+
+
 if __name__ == '__main__':
     if sys.argv[1:2] == ['--child']:
         import gaprune_nb.core
         child(*sys.argv[2:6])
+    elif sys.argv[1:2] == ['--estimates']: estimates()
     else: main(sys.argv[1:] or list(SPECS))
