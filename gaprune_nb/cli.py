@@ -11,7 +11,7 @@ from dataclasses import fields
 from .options import DTYPES, METHODS, POOLINGS, REGISTRY, ScoreConfig, SlimConfig, check_device, check_scope  # light: no torch, so --help and bad arguments answer at once
 
 # %% auto #0
-__all__ = ['demo', 'evaluate_model', 'run', 'build_parser', 'main']
+__all__ = ['DEV_HELP', 'demo', 'evaluate_model', 'compare', 'run', 'slim_job', 'build_parser', 'main']
 
 # %% ../nbs/12_cli.ipynb #cd442336
 def _default_model() -> str:
@@ -77,6 +77,43 @@ def evaluate_model(model,                 # A model folder, hub id or `Encoder`
     if out: write_text(out, rep.to_json())
     return rep
 
+def compare(dense,                 # The dense `Encoder`
+            model,                 # The compressed `Encoder`
+            name:str,              # Its row name in the tables
+            domain:str,            # The domain suite
+            general:bool=False,    # Also the general suite
+            limit=None,            # Evaluation subsample: 'tiny', N queries per task, or None (full suites)
+            data:str|None=None,    # Data folder (default: $GAPRUNE_DATA)
+            timings:dict|None=None, # Receives each suite's wall time
+            show_progress:bool=True, # Stage headings and progress bars (stderr)
+            dev:bool=False         # The dev suites instead (`gaprune_nb.devsuite`: BM25-hard candidates, per-item scores): Δ with its 95% interval
+           ) -> dict:
+    "Evaluate `dense` and `model` on the domain suite (and the general one), print each table with Δ vs dense; the scores, {suite: {row: {column: score}}}."
+    from gaprune_nb.evaluation import table, delta_pct
+    from gaprune_nb.pipeline import stage
+    ev, timings = {}, {} if timings is None else timings
+    for s in [domain] + (['general'] if general else []):
+        with stage(timings, f'evaluate dense and {name} on the {s} {"dev " if dev else ""}suite', show_progress):
+            if dev: tab, ci = _dev_compare(dense, model, name, s, data)
+            else: tab, ci = table({'dense': evaluate_model(dense, s, limit, data, show_progress), name: evaluate_model(model, s, limit, data, show_progress)}), None
+        ev[s] = {k: {c: round(float(v), 3) for c, v in tab.loc[k].items()} for k in tab.index}
+        print(f"\n== {s} {'dev suite (x100)' if dev else f'suite (x100; last row: change of {name} vs dense, %)'}")
+        print(tab.round(2).to_string())
+        if ci is None: print(delta_pct(tab).iloc[[1]].round(2).rename(index=lambda i: f'Δ% {i}').to_string(header=False)); continue
+        from gaprune_nb.devsuite import fmt_delta
+        ev[s]['Δ [95% CI]'] = {t: [round(float(x), 3) for x in r] for t, r in ci.iterrows()}
+        print(f"Δ {name} − dense, points [paired-bootstrap 95% interval]:\n" + '\n'.join(f'  {t}: {fmt_delta(r)}' for t, r in ci.iterrows()))
+    return ev
+
+def _dev_compare(dense, model, name:str, suite:str, data):
+    "Both models on the dev suite `suite`: their score table, and Δ (model − dense) per task and `Avg.` with its paired-bootstrap interval."
+    import pandas as pd
+    from gaprune_nb.data import data_root
+    from gaprune_nb.devsuite import dev_suite, dev_scores, paired_bootstrap, summary
+    tasks = dev_suite(suite, data_root(data))
+    a, b = dev_scores(dense, tasks), dev_scores(model, tasks)
+    return pd.DataFrame({'dense': summary(a), name: summary(b)}).T, paired_bootstrap(b, a)
+
 def run(cfg,                        # A `RunConfig`
         out:str|Path,               # The run folder
         limit=None,                 # Evaluation subsample: 'tiny', N queries per task, or None (full suites)
@@ -84,13 +121,13 @@ def run(cfg,                        # A `RunConfig`
         show_progress:bool=True,    # Stage headings, times and progress bars (stderr)
         overwrite:bool=False,       # Replace a previous run in `out` (see `prune_run`)
         cache=None,                 # Statistics checkpoints and finished statistics (see `prune_run`)
-        checkpoint_every:int=20     # Statistics steps between checkpoints
+        checkpoint_every:int=20,    # Statistics steps between checkpoints
+        dev:bool=False              # Evaluate on the dev suites: Δ with its paired-bootstrap 95% interval (see `compare`)
        ) -> dict:
     "The main job: prune, evaluate dense and pruned, report Δ% and timings (the scores also go into the run folder)."
     from gaprune_nb.core import Encoder
     from gaprune_nb.data import data_root
-    from gaprune_nb.evaluation import table, delta_pct
-    from gaprune_nb.pipeline import load_kwargs, prune_run, stage, write_report
+    from gaprune_nb.pipeline import load_kwargs, prune_run, write_report
     from gaprune_nb.fixtures import minilm_path
     t0 = time.perf_counter()
     limit = _as_limit(limit); data_root(cfg.data)  # checked before the pruning starts
@@ -98,27 +135,43 @@ def run(cfg,                        # A `RunConfig`
                                      checkpoint_every=checkpoint_every)
     if _rank() > 0: return report  # under torchrun / accelerate the first process evaluates and reports
     dense = Encoder.from_pretrained(cfg.model or minilm_path(), **load_kwargs(cfg))
-    rows, ev = {}, {}
-    for s in [cfg.domain] + (['general'] if general else []):
-        with stage(report['seconds'], f'evaluate dense and pruned on the {s} suite', show_progress):
-            reps = {'dense': evaluate_model(dense, s, limit, cfg.data, show_progress),
-                    cfg.method: evaluate_model(pruned, s, limit, cfg.data, show_progress)}
-        tab = table(reps)
-        rows[s] = (tab, delta_pct(tab))
-        ev[s] = {k: {c: round(float(v), 3) for c, v in tab.loc[k].items()} for k in tab.index}
-    report['evaluation'] = ev
+    report['evaluation'] = compare(dense, pruned, cfg.method, cfg.domain, general, limit, cfg.data, report['seconds'], show_progress, dev)
     report['seconds']['total'] = round(time.perf_counter() - t0, 2)
     write_report(out, report)
-    for s, (tab, d) in rows.items():
-        print(f"\n== {s} suite (x100; last row: change of pruned vs dense, %)")
-        print(tab.round(2).to_string())
-        print(d.iloc[[1]].round(2).rename(index=lambda i: f'Δ% {i}').to_string(header=False))
     print(f"\nsparsity {report['sparsity']:.4f} of {report['scored_weights']:,} MLP weights; "
           f"{report['differs_from_magnitude']:.1%} of decisions differ from magnitude pruning")
     for k, v in (report.get('resumed') or {}).items(): print(f"{k}: {v}")
     print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in report['seconds'].items()))
     print(f"saved: {out}")
     return report
+
+def slim_job(cfg,                   # A `SlimConfig`
+             out:str|Path,          # The output folder (new or empty; written atomically)
+             evaluate:bool=True,    # Then evaluate dense and slimmed on the domain suite
+             limit=None,            # Evaluation subsample: 'tiny', N queries per task, or None (full suites)
+             general:bool=False,    # Also evaluate on the general suite
+             show_progress:bool=True, # Stage headings, times and progress bars (stderr)
+             overwrite:bool=False,  # Replace a previous slim run in `out` (see `slim_run`)
+             dev:bool=False         # Evaluate on the dev suites: Δ with its paired-bootstrap 95% interval (see `compare`)
+            ) -> dict:
+    "`gaprune slim`: coarse-to-fine slimming (`slim_run`), saved; then dense and slimmed evaluated, the scores added to `slim_report.json`."
+    from gaprune_nb.core import Encoder, model_source
+    from gaprune_nb.data import data_root
+    from gaprune_nb.fixtures import minilm_path
+    from gaprune_nb.slim_pipeline import slim_run
+    from gaprune_nb.store import write_json
+    t0 = time.perf_counter()
+    limit = _as_limit(limit); data_root(cfg.data)  # checked before the slimming starts
+    slimmed, rep = slim_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite)
+    print(f"parameters kept: {rep['params_kept']:.1%} (MLP {rep['mlp_params_kept']:.1%}); dropped MLPs: "
+          f"{rep['dropped']['mlp'] or 'none'}; MLP widths: {rep['widths']}")
+    if evaluate:
+        dense = Encoder.from_pretrained(model_source(cfg.model or minilm_path()), pooling=cfg.pooling, dtype=cfg.dtype, device=cfg.device)
+        rep['evaluation'] = compare(dense, slimmed, 'slimmed', cfg.domain, general, limit, cfg.data, rep['seconds'], show_progress, dev)
+        write_json(Path(out)/'slim_report.json', {k: v for k, v in rep.items() if k != 'seconds'})
+    rep['seconds']['total'] = round(time.perf_counter() - t0, 2)
+    print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in rep['seconds'].items())); print(f"saved: {out}")
+    return rep
 
 # %% ../nbs/12_cli.ipynb #4bf74025
 def _checked(conv, what):
@@ -210,6 +263,9 @@ def _add_score(p):
     g = p.add_argument_group('scoring of the DAI and OBD methods (gaprune_nb.options.ScoreConfig; "none" unsets)')
     _add_fields(g, ScoreConfig, {'clamp': _checked(_none_or(_pair), 'LOW,HIGH')})
 
+DEV_HELP = ('evaluate on the dev suites (every relevant document plus BM25-hard candidates, per-item scores) and print '
+            'each Δ vs dense with its paired-bootstrap 95%% interval; --limit does not apply')
+
 def build_parser() -> argparse.ArgumentParser:
     "The `gaprune` argument parser (subcommands)."
     ap = argparse.ArgumentParser('gaprune', description='Domain-aware compression of text-embedding models. '
@@ -221,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser('run', help='prune, then evaluate dense and pruned on the domain suite (the main job)')
     _add_common(r); _add_prune(r)
     r.add_argument('--general', action='store_true', help='also evaluate on the general suite')
+    r.add_argument('--dev', action='store_true', help=DEV_HELP)
     r.add_argument('--limit', type=_checked(_limit, 'limit'), default=None,
                    help="subsample the suites: 'tiny' or N queries per task (default: full)")
     e = sub.add_parser('eval', help='evaluate a model on a suite'); _add_common(e)
@@ -229,6 +286,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument('--json', default=None, help='also write the report as JSON here')
     s = sub.add_parser('slim', help='EffiR coarse-to-fine: drop MLP sub-layers, self-slim the rest, fine-tune; a smaller, faster model')
     _add_fields(s.add_argument_group('settings (gaprune_nb.options.SlimConfig; "none" unsets)'), SlimConfig)
+    s.add_argument('--eval', action=argparse.BooleanOptionalAction, default=True, help='then evaluate dense and slimmed on the domain suite')
+    s.add_argument('--general', action='store_true', help='also evaluate on the general suite')
+    s.add_argument('--dev', action='store_true', help=DEV_HELP)
+    s.add_argument('--limit', type=_checked(_limit, 'limit'), default=None, help="subsample the suites: 'tiny' or N queries per task (default: full)")
     s.add_argument('--out', required=True, help='output folder: must be new or empty (written atomically)')
     s.add_argument('--overwrite', action='store_true', help='replace a previous gaprune slim run in --out (never other folders)')
     g = sub.add_parser('analyze', help='geometry of saved runs against their dense model (table with intervals, figures)')
@@ -283,18 +344,14 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
             print(table([rep]).round(2).T.to_string())
         elif args.cmd == 'run':
             args.device = _init_distributed(args.device)
-            run(_config(args), args.out, args.limit, args.general, **run_kw())
+            run(_config(args), args.out, args.limit, args.general, **run_kw(), dev=args.dev)
         elif args.cmd == 'analyze':
             from gaprune_nb.geometry import analyze
             analyze(args.runs, args.out, args.n, args.n_boot, args.data, args.device, args.dtype)
             print(Path(args.out, 'geometry.md').read_text(), end=''); print(f"saved: {args.out}")
         elif args.cmd == 'slim':
-            from gaprune_nb.slim_pipeline import slim_run
-            _, rep = slim_run(SlimConfig(**{f.name: getattr(args, f.name) for f in fields(SlimConfig)}), out=args.out,
-                              overwrite=args.overwrite)
-            print(f"parameters kept: {rep['params_kept']:.1%} (MLP {rep['mlp_params_kept']:.1%}); dropped MLPs: "
-                  f"{rep['dropped']['mlp'] or 'none'}; MLP widths: {rep['widths']}")
-            print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in rep['seconds'].items())); print(f"saved: {args.out}")
+            slim_job(SlimConfig(**{f.name: getattr(args, f.name) for f in fields(SlimConfig)}), args.out, args.eval, args.limit,
+                     args.general, overwrite=args.overwrite, dev=args.dev)
     except KeyboardInterrupt:
         if args.debug: raise
         sys.exit(f"gaprune {args.cmd}: interrupted; rerun the same command to resume (nothing in --out was changed).")

@@ -1,13 +1,15 @@
 """Scoring methods of the registry: every method is deterministic (same seed and data, same mask), registered,
-and reachable from the pipeline's stages; SparseGPT keeps its sparsity and the OBS update follows a given mask."""
+and reachable from the pipeline's stages; SparseGPT keeps its sparsity and the OBS update follows a given mask; and
+magnitude, Fisher × magnitude, Wanda (the default too), OBD's `exponent` and `first_order`, and the activation norms
+equal their formulas written out here."""
 import copy
 
 import pytest
 import torch
 from datasets import Dataset
 
-from gaprune_nb.core import Encoder, mlp_linears
-from gaprune_nb.dai import SCORERS, importance
+from gaprune_nb.core import Encoder, evaluating, mlp_linears
+from gaprune_nb.dai import SCORERS, activation_norms, importance
 from gaprune_nb.fisher import gradient_statistics
 from gaprune_nb.fixtures import tiny_model
 from gaprune_nb.masks import make_mask
@@ -111,3 +113,97 @@ def test_lazy_scores_same_mask(setup, name):
     for scope in ('global', 'row'):
         a, b = make_mask(lazy, 0.5, scope), make_mask(eager, 0.5, scope)
         for k in a: assert torch.equal(a[k], b[k]), (scope, k)
+
+
+# Each scorer against its formula, written out here from the weights, the statistics and hooked activations.
+
+def _weights(enc): return {k: lin.weight.detach().double() for k, lin in mlp_linears(enc).items()}
+
+
+def _hooked_sq(enc, texts, kind='document'):
+    "Brute force: each MLP Linear's inputs on one padded batch, squared and summed token by token over the real tokens."
+    seen = {}
+    hooks = [lin.register_forward_hook(lambda mod, args, out, k=k: seen.__setitem__(k, args[0].detach().double()))
+             for k, lin in mlp_linears(enc).items()]
+    batch = enc.tokenize(texts, kind)
+    try:
+        with evaluating(enc), torch.no_grad(): enc(batch=batch)
+    finally:
+        for h in hooks: h.remove()
+    real = batch['attention_mask'].tolist()
+    sq = {k: sum(x[b, t] ** 2 for b in range(x.shape[0]) for t in range(x.shape[1]) if real[b][t]) for k, x in seen.items()}
+    with_pad = {k: x.square().sum((0, 1)) for k, x in seen.items()}
+    return sq, with_pad, batch['attention_mask']
+
+
+def _hooked_norms(enc, triplets):
+    "‖X_j‖ over a triplet set: its queries (as queries), positives and negatives (as documents), each one padded batch."
+    parts = [_hooked_sq(enc, list(triplets[c]), 'query' if c == 'query' else 'document')[0] for c in ('query', 'positive', 'negative')]
+    return {k: sum(p[k] for p in parts).sqrt() for k in parts[0]}
+
+
+def _top_half(keep, ref, what):
+    "`keep` marks exactly half of `ref`, and no pruned value is above a kept one (up to float rounding at the threshold)."
+    keep, ref = keep.flatten(), ref.flatten()
+    assert int(keep.sum()) * 2 == keep.numel(), what
+    assert ref[keep].min() >= ref[~keep].max() * (1 - 1e-5), what
+
+
+def test_activation_norms_skip_padding(setup):
+    "`activation_norms` = ‖X_j‖ over the real tokens only: a padded batch gives the brute-force sum over unmasked positions."
+    enc, _ = setup
+    texts = [T[3], T[1], T[0], T[10]]  # different lengths: one padded batch
+    sq, with_pad, mask = _hooked_sq(enc, texts)
+    assert (mask == 0).any()
+    got = activation_norms(enc, texts, batch_size=len(texts))
+    for k in sq:
+        torch.testing.assert_close(got[k].double(), sq[k].sqrt(), rtol=1e-5, atol=1e-7)
+        assert not torch.allclose(got[k].double(), with_pad[k].sqrt(), rtol=1e-3), k  # the padding would have counted
+    got = activation_norms(enc, DOM, batch_size=len(DOM))  # a triplet set: queries, positives and negatives
+    for k, v in _hooked_norms(enc, DOM).items(): torch.testing.assert_close(got[k].double(), v, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize('name,scope', [('wanda', 'global'), ('gaprune', 'row')])
+def test_wanda_formula(setup, name, scope):
+    "Wanda and the default `gaprune`: |W_ij|·‖X_j‖ (j the input feature); the mask keeps the top half globally / per output row."
+    enc, stats = setup
+    norms, w = _hooked_norms(enc, DOM), _weights(enc)
+    want = {k: w[k].abs() * norms[k][None, :] for k in w}
+    got = importance(name, enc, calib=DOM)
+    for k in want: torch.testing.assert_close(got[k].double(), want[k], rtol=1e-5, atol=1e-8)
+    cfg = RunConfig(method=name, sparsity=0.5)  # the method's own scope
+    assert cfg.scope == scope
+    keep = select(score(enc, cfg, stats, {'finance': DOM}), cfg)
+    if scope == 'global': _top_half(torch.cat([keep[k].flatten() for k in w]), torch.cat([want[k].flatten() for k in w]), name)
+    else:
+        for k in w:
+            for i in range(w[k].shape[0]): _top_half(keep[k][i], want[k][i], (k, i))
+
+
+def test_magnitude_and_fisher_formulas(setup):
+    "magnitude = |W|; fisher-dom / fisher-gen = F_dom·|W| / F_gen·|W| with the statistics' own Fisher of each side."
+    enc, stats = setup
+    w = _weights(enc)
+    got = importance('magnitude', enc)
+    for k in w: assert torch.equal(got[k].double(), w[k].abs()), k
+    for name, fisher in (('fisher-dom', stats.fisher_dom), ('fisher-gen', stats.fisher_gen)):
+        got = importance(name, enc, stats=stats)
+        for k in w: torch.testing.assert_close(got[k].double(), fisher[k].double() * w[k].abs(), rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize('exponent', [1.0, 2.0, 3.0])
+@pytest.mark.parametrize('first_order', [False, True])
+def test_obd_exponent_and_first_order(setup, exponent, first_order):
+    "OBD: ½|θ|^exponent (F_dom/m_dom + λF_gen/m_gen) [− θ(g_dom/√m_dom + λ g_gen/√m_gen)], m = a Fisher's mean over all scored weights."
+    enc, stats = setup
+    w, lam = _weights(enc), 0.5
+    mean = lambda d: torch.cat([d[k].double().flatten() for k in w]).mean()
+    md, mg = mean(stats.fisher_dom), mean(stats.fisher_gen)
+    got = importance('obd', enc, stats=stats, config=ScoreConfig(lam=lam, exponent=exponent, first_order=first_order))
+    for k in w:
+        want = 0.5 * w[k].abs() ** exponent * (stats.fisher_dom[k].double() / md + lam * stats.fisher_gen[k].double() / mg)
+        if first_order: want = want - w[k] * (stats.grad_dom[k].double() / md.sqrt() + lam * stats.grad_gen[k].double() / mg.sqrt())
+        torch.testing.assert_close(got[k].double(), want, rtol=1e-5, atol=1e-6 * float(want.abs().max()))  # fp32 scores; the − θg term cancels digits
+    if first_order:  # the term is not negligible here: it moves the scores
+        plain = importance('obd', enc, stats=stats, config=ScoreConfig(lam=lam, exponent=exponent))
+        assert any(not torch.allclose(got[k], plain[k], rtol=1e-3) for k in w)
