@@ -35,8 +35,12 @@ def check_alignment(stats:GradientStats, # From `gradient_statistics`
         warnings.warn(f"Only {stats.n_batches} paired batch(es): the cosine across batches reduces to a sign. "
                       "Use more triplets or a smaller batch_size.")
 
-def alignment_of(stats:GradientStats, k:str, # The statistics and one matrix's name
-                 method:str='cosine', eps:float|None=None, window:int=3) -> Tensor:
+def alignment_of(stats:GradientStats,  # From `gradient_statistics`
+                 k:str,                # One matrix's name
+                 method:str='cosine',  # 'cosine', 'official' or 'sign' (see `gradient_alignment`)
+                 eps:float|None=None,  # Zero-denominator guard; default 1e-30 ('cosine'), 1e-8 ('official')
+                 window:int=3          # Smoothing window of 'official'
+                ) -> Tensor:
     "$s_g$ of the one matrix `k` (see `gradient_alignment`): what a scorer working matrix by matrix reads."
     if method == 'cosine':  # in float64, so that products of tiny squares do not underflow
         den = (stats.sq_gen[k].double().sqrt() * stats.sq_dom[k].double().sqrt()).clamp(min=1e-30 if eps is None else eps)

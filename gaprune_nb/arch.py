@@ -154,11 +154,14 @@ def sublayer_parts(model:nn.Module): # A supported model or a wrapper of one
 # %% ../nbs/00b_arch.ipynb #ac41effc
 class SkippedAttention(nn.Module):
     "A dropped attention sub-layer: returns zeros (pre-LN), its input or its kept LayerNorm of it (post-LN)."
-    def __init__(self, post_ln:bool=False, norm:nn.Module|None=None, norm_path:str|None=None):
+    def __init__(self, post_ln:bool=False,        # The layer is post-LN (the residual add and LayerNorm follow)
+                 norm:nn.Module|None=None,        # The post-LN LayerNorm kept from the dropped sub-layer
+                 norm_path:str|None=None):        # Its dotted path under this module, so its parameter names stay
         super().__init__()
         self.post_ln, self.norm_path = post_ln, norm_path if norm is not None else None
         if norm is not None: _attach(self, norm_path, norm)
-    def forward(self, hidden_states=None, *args, **kwargs):
+    def forward(self, hidden_states=None, # The sub-layer's input
+                *args, **kwargs):         # Whatever else the layer passes (masks, caches), ignored
         x = hidden_states
         if not self.post_ln: out = torch.zeros_like(x)
         else: out = self.get_submodule(self.norm_path)(x) if self.norm_path else x
@@ -166,15 +169,18 @@ class SkippedAttention(nn.Module):
 
 class SkippedMLP(nn.Module):
     "A dropped pre-LN MLP: returns zeros, so the residual add passes its input through unchanged."
-    def forward(self, x): return torch.zeros_like(x)
+    def forward(self, x): # The MLP's input
+        return torch.zeros_like(x)
 
 class SkippedOutput(nn.Module):
     "The last part of a dropped post-LN MLP: `(mlp_out, h) -> h`, or its kept LayerNorm of `h`."
-    def __init__(self, norm:nn.Module|None=None, norm_path:str|None=None):
+    def __init__(self, norm:nn.Module|None=None,  # The post-LN LayerNorm kept from the dropped MLP
+                 norm_path:str|None=None):        # Its dotted path under this module, so its parameter names stay
         super().__init__()
         self.norm_path = norm_path if norm is not None else None
         if norm is not None: _attach(self, norm_path, norm)
-    def forward(self, hidden_states, input_tensor):
+    def forward(self, hidden_states, # The MLP's output (ignored: the MLP is dropped)
+                input_tensor):       # The residual stream
         return self.get_submodule(self.norm_path)(input_tensor) if self.norm_path else input_tensor
 
 def _attach(root:nn.Module, path:str, module:nn.Module):

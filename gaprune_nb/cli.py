@@ -4,11 +4,12 @@
 
 # %% ../nbs/12_cli.ipynb #06eb0c17
 from __future__ import annotations
-import argparse, os, sys, time
+import argparse, functools, os, sys, time
+from collections import namedtuple
+from dataclasses import fields
 from pathlib import Path
 
-from dataclasses import fields
-from .options import DTYPES, METHODS, POOLINGS, REGISTRY, ScoreConfig, SlimConfig, check_device, check_scope  # light: no torch, so --help and bad arguments answer at once
+from .options import DOMAINS, DTYPES, METHODS, POOLINGS, REGISTRY, RunConfig, ScoreConfig, SlimConfig, check_device, check_scope  # light: no torch, so --help and bad arguments answer at once
 
 # %% auto #0
 __all__ = ['DEV_HELP', 'demo', 'evaluate_model', 'compare', 'run', 'slim_job', 'build_parser', 'main']
@@ -64,7 +65,8 @@ def evaluate_model(model,                 # A model folder, hub id or `Encoder`
                    data:str|None=None,    # Data folder (default: $GAPRUNE_DATA)
                    show_progress:bool=True, # Progress bars
                    out=None,              # Also write the report as JSON here
-                   **load                 # `Encoder.from_pretrained` settings: pooling, dtype, device
+                   batch_size:int|None=None, # Texts per forward pass (None: `evaluate`'s default)
+                   **load                 # `Encoder.from_pretrained` settings: pooling, dtype, device, max_length
                   ):
     "Evaluate a model (folder, hub id or `Encoder`) on a suite; prints and returns the `Report`."
     from gaprune_nb.core import Encoder, model_source
@@ -73,7 +75,7 @@ def evaluate_model(model,                 # A model folder, hub id or `Encoder`
     from gaprune_nb.store import write_text
     limit, root = _as_limit(limit), data_root(data)
     enc = model if isinstance(model, Encoder) else Encoder.from_pretrained(model_source(model), **load)
-    rep = evaluate(enc, suite, root=root, limit=limit, show_progress=show_progress)
+    rep = evaluate(enc, suite, **({} if batch_size is None else dict(batch_size=batch_size)), root=root, limit=limit, show_progress=show_progress)
     if out: write_text(out, rep.to_json())
     return rep
 
@@ -158,6 +160,7 @@ def slim_job(cfg,                   # A `SlimConfig`
     from gaprune_nb.core import Encoder, model_source
     from gaprune_nb.data import data_root
     from gaprune_nb.fixtures import minilm_path
+    from gaprune_nb.pipeline import load_kwargs
     from gaprune_nb.slim_pipeline import slim_run
     from gaprune_nb.store import write_json
     t0 = time.perf_counter()
@@ -166,7 +169,7 @@ def slim_job(cfg,                   # A `SlimConfig`
     print(f"parameters kept: {rep['params_kept']:.1%} (MLP {rep['mlp_params_kept']:.1%}); dropped MLPs: "
           f"{rep['dropped']['mlp'] or 'none'}; MLP widths: {rep['widths']}")
     if evaluate:
-        dense = Encoder.from_pretrained(model_source(cfg.model or minilm_path()), pooling=cfg.pooling, dtype=cfg.dtype, device=cfg.device)
+        dense = Encoder.from_pretrained(model_source(cfg.model or minilm_path()), **load_kwargs(cfg), max_length=cfg.max_length)  # as `slim_run` loads it
         rep['evaluation'] = compare(dense, slimmed, 'slimmed', cfg.domain, general, limit, cfg.data, rep['seconds'], show_progress, dev)
         write_json(Path(out)/'slim_report.json', {k: v for k, v in rep.items() if k != 'seconds'})
     rep['seconds']['total'] = round(time.perf_counter() - t0, 2)
@@ -194,74 +197,79 @@ def _sparsity(s):
     if not 0 < v < 1: raise ValueError(f"--sparsity must be in (0, 1) (the share of MLP weights to prune), not {s}")
     return v
 
+def _positive(s):
+    v = float(s)
+    if not v > 0: raise ValueError(f"must be a number > 0, not {s}")
+    return v
+
 def _scope(s): check_scope(s, None); return s
 
-def _add_common(p, model_help='model folder or hub id (default: all-MiniLM-L6-v2 fixture)'):
-    p.add_argument('--model', default=None, help=model_help)
-    p.add_argument('--data', default=None, help='data folder (default: $GAPRUNE_DATA)')
-    p.add_argument('--pooling', default=None, choices=POOLINGS, help="default: the model folder's, else mean; decoder models usually want last")
-    _add_load(p)
-
-def _add_load(p):
-    p.add_argument('--dtype', default=None, choices=DTYPES, help='dtype of the weights (default float32)')
-    p.add_argument('--device', default=None, type=_checked(check_device, 'device'), help="'cpu' (default), 'cuda', 'cuda:N', 'mps'")
-
-def _add_prune(p):
-    p.add_argument('--domain', default='finance', choices=['finance', 'chemistry'])
-    p.add_argument('--method', default='gaprune', choices=METHODS, metavar='METHOD',
-                   help='; '.join(f"{m.name}: {m.summary}" + (f" [scope {m.scope}]" if m.scope != 'global' else '')
-                                  for m in REGISTRY.values()) + " (default: gaprune)")
-    p.add_argument('--sparsity', type=_checked(_sparsity, 'sparsity'), default=0.5, help='share of MLP weights to prune (default 0.5)')
-    p.add_argument('--scope', type=_checked(_scope, 'scope'), default=None,
-                   help="'global', 'layer', 'matrix', 'row' or 'N:M' such as 2:4 (sets the sparsity); default: the method's")
-    p.add_argument('--n-calib', type=_int_at_least(1), default=256, help='k-means-selected calibration triplets per domain')
-    p.add_argument('--pool', type=_int_at_least(0), default=4000, help='triplets per domain embedded for k-means (0: all)')
-    p.add_argument('--batch-size', type=_int_at_least(1), default=8, help='triplets per statistics batch (default 8)')
-    p.add_argument('--max-length', type=_int_at_least(1), default=256, help='token limit while computing statistics (default 256)')
-    p.add_argument('--in-batch', action=argparse.BooleanOptionalAction, default=True,
-                   help="statistics: InfoNCE also contrasts with the batch's other documents (the paper's loss; default on)")
-    p.add_argument('--recompute', type=_int_at_least(0), default=0, metavar='N',
-                   help='statistics: hold the activations of N texts at a time instead of the whole batch (same '
-                        'statistics, 1.1-1.4x their time in bench/memory.py; default 0: off)')
-    p.add_argument('--stats-groups', type=_int_at_least(1), default=1, metavar='K',
-                   help='statistics: compute them for 1/K of the matrices at a time (K passes over the triplets), kept on '
-                        'disk and read back matrix by matrix: their memory / K (default 1)')
-    p.add_argument('--temperature', type=float, default=0.05, help='statistics: InfoNCE temperature (default 0.05)')
-    p.add_argument('--balance', action=argparse.BooleanOptionalAction, default=True,
-                   help='calibration pool: an equal share from each triplet file of a domain (default on)')
-    p.add_argument('--update', default=None, choices=['obs'],
-                   help="'obs': prune with the OBS weight update of the kept weights (SparseGPT's sweep, domain calibration)")
-    p.add_argument('--seed', type=int, default=0)
-    p.add_argument('--out', required=True, help='output folder: must be new or empty (written atomically)')
-    p.add_argument('--overwrite', action='store_true', help='replace a previous gaprune run in --out (never other folders)')
-    p.add_argument('--cache', default=None, help='keep statistics checkpoints and finished statistics here for reuse '
-                                                 '(default: OUT.partial, removed when the run completes)')
-    p.add_argument('--checkpoint-every', type=_int_at_least(1), default=20, help='statistics steps between checkpoints')
-    _add_score(p)
-
 def _none_or(conv):
-    return lambda s: None if s.lower() == 'none' else conv(s)
+    "`conv`, with 'none' read as None."
+    f = lambda s: None if s.lower() == 'none' else conv(s)
+    f.__name__ = getattr(conv, '__name__', 'value')
+    return f
 
 def _pair(s):
     try: lo, hi = map(float, s.split(','))
     except ValueError: raise ValueError(f"--clamp takes LOW,HIGH such as 0.8,1.2 (or none), not {s!r}") from None
     return (lo, hi)
 
-def _add_fields(g, cls, special:dict|None=None):
-    "One flag per field of the dataclass `cls`, its help from the field's comment (a new field is a new flag, documented)."
+_Field = namedtuple('_Field', 'name type default doc')
+
+@functools.lru_cache
+def _fields(cls:type # A dataclass of `gaprune_nb.options` (no torch)
+           ) -> tuple:
+    "Each field of the dataclass `cls` as (name, type annotation, default (`MISSING` for a factory), comment)."
     from fastcore.docments import docments  # light: no torch
-    docs, special = docments(cls), special or {}
-    for f in fields(cls):
-        d, flag, h = f.default, '--' + f.name.replace('_', '-'), f"{docs.get(f.name) or ''} (default {f.default})"
-        if f.name in special: g.add_argument(flag, type=special[f.name], default=d, help=h)
-        elif isinstance(d, bool): g.add_argument(flag, action=argparse.BooleanOptionalAction, default=d, help=docs.get(f.name))
-        elif isinstance(d, (int, float)): g.add_argument(flag, type=int if f.type == 'int' else float, default=d, help=h)
-        else: g.add_argument(flag, type=_none_or(str) if 'None' in str(f.type) else str, default=d, help=h)
+    docs = docments(cls)
+    return tuple(_Field(f.name, str(f.type), f.default, docs.get(f.name) or '') for f in fields(cls))
+
+def _add_fields(g, cls, special:dict|None=None, only:tuple|None=None):
+    "One flag per field of the dataclass `cls` (or those in `only`), with the field's default, a type from its annotation ('none' unsets an optional one) and its comment as help: a new field is a new flag, documented. `special` maps a field to more `add_argument` settings (a checked `type`, `choices`: the text as it is, `help`), or to None: no flag."
+    for f in _fields(cls):
+        kw = (special or {}).get(f.name, {})
+        if kw is None or only and f.name not in only: continue
+        kw, d = dict(kw), f.default
+        a = dict(help=f"{kw.pop('help', f.doc)} (default {('off', 'on')[d] if isinstance(d, bool) else d})".replace('%', '%%'))
+        if isinstance(d, bool): a['action'] = argparse.BooleanOptionalAction
+        elif 'choices' not in kw:
+            conv = {'int': int, 'float': float}.get(f.type.split('|')[0].strip(), str)
+            a['type'] = _none_or(conv) if 'None' in f.type else conv
+        g.add_argument('--' + f.name.replace('_', '-'), default=d, **{**a, **kw})
+
+_LOAD = ('model', 'data', 'pooling', 'dtype', 'device')  # the `RunConfig` fields that `eval` and `demo` take too
+_RUN_FLAGS = dict(  # `RunConfig` fields whose flag needs more than its annotation: choices, checked values
+    domain=dict(choices=[d for d in DOMAINS if d != 'general']),
+    method=dict(choices=METHODS, metavar='METHOD', help='; '.join(f"{m.name}: {m.summary}" + (f" [scope {m.scope}]" if m.scope != 'global' else '')
+                                                             for m in REGISTRY.values())),
+    sparsity=dict(type=_checked(_sparsity, 'sparsity')), scope=dict(type=_checked(_scope, 'scope')),
+    n_calib=dict(type=_int_at_least(1)), batch_size=dict(type=_int_at_least(1)), max_length=dict(type=_none_or(_int_at_least(1))),
+    pool=dict(type=_none_or(lambda s: _int_at_least(0)(s) or None)),  # 0: all triplets, as None
+    recompute=dict(type=_int_at_least(0), metavar='N'), stats_groups=dict(type=_int_at_least(1), metavar='K'),
+    temperature=dict(type=_checked(_positive, 'number > 0')),
+    pooling=dict(choices=POOLINGS), dtype=dict(choices=DTYPES), device=dict(type=_checked(check_device, 'device')),
+    update=dict(choices=['obs']),
+    score=None)  # `ScoreConfig`'s fields are flags of their own (`_add_score`)
+
+def _add_run(p, only:tuple|None=None):
+    "`RunConfig`'s flags (or those of the fields in `only`)."
+    _add_fields(p, RunConfig, _RUN_FLAGS, only)
 
 def _add_score(p):
     "One flag per `ScoreConfig` field."
     g = p.add_argument_group('scoring of the DAI and OBD methods (gaprune_nb.options.ScoreConfig; "none" unsets)')
-    _add_fields(g, ScoreConfig, {'clamp': _checked(_none_or(_pair), 'LOW,HIGH')})
+    _add_fields(g, ScoreConfig, {'clamp': dict(type=_checked(_none_or(_pair), 'LOW,HIGH'))})
+
+def _add_prune(p):
+    "The flags of `prune` and `run`: the fields of `RunConfig` and `ScoreConfig`, the output and the statistics' work folder."
+    _add_run(p)
+    p.add_argument('--out', required=True, help='output folder: must be new or empty (written atomically)')
+    p.add_argument('--overwrite', action='store_true', help='replace a previous gaprune run in --out (never other folders)')
+    p.add_argument('--cache', default=None, help='keep statistics checkpoints and finished statistics here for reuse '
+                                                 '(default: OUT.partial, removed when the run completes)')
+    p.add_argument('--checkpoint-every', type=_int_at_least(1), default=20, help='statistics steps between checkpoints')
+    _add_score(p)
 
 DEV_HELP = ('evaluate on the dev suites (every relevant document plus BM25-hard candidates, per-item scores) and print '
             'each Δ vs dense with its paired-bootstrap 95%% interval; --limit does not apply')
@@ -272,17 +280,18 @@ def build_parser() -> argparse.ArgumentParser:
                                  'A rerun of an interrupted prune/run resumes its statistics.')
     ap.add_argument('--debug', action='store_true', help='show full tracebacks')
     sub = ap.add_subparsers(dest='cmd', required=True)
-    p = sub.add_parser('prune', help='prune a model for a domain and save it with its mask and report'); _add_common(p); _add_prune(p)
+    p = sub.add_parser('prune', help='prune a model for a domain and save it with its mask and report'); _add_prune(p)
     p.add_argument('--stats', default=None, help='reuse gradient statistics saved by an earlier run (its stats/ folder)')
-    r = sub.add_parser('run', help='prune, then evaluate dense and pruned on the domain suite (the main job)')
-    _add_common(r); _add_prune(r)
+    r = sub.add_parser('run', help='prune, then evaluate dense and pruned on the domain suite (the main job)'); _add_prune(r)
     r.add_argument('--general', action='store_true', help='also evaluate on the general suite')
     r.add_argument('--dev', action='store_true', help=DEV_HELP)
     r.add_argument('--limit', type=_checked(_limit, 'limit'), default=None,
                    help="subsample the suites: 'tiny' or N queries per task (default: full)")
-    e = sub.add_parser('eval', help='evaluate a model on a suite'); _add_common(e)
+    e = sub.add_parser('eval', help='evaluate a model on a suite'); _add_run(e, _LOAD)
     e.add_argument('--suite', default='finance', choices=['finance', 'chemistry', 'general'])
     e.add_argument('--limit', type=_checked(_limit, 'limit'), default=None, help="subsample: 'tiny' or N queries per task (default: full)")
+    e.add_argument('--batch-size', type=_int_at_least(1), default=None, help="texts per forward pass (default: gaprune_nb.evaluation.evaluate's)")
+    e.add_argument('--max-length', type=_int_at_least(1), default=None, help="the model's token limit (default: the model folder's, at most 512)")
     e.add_argument('--json', default=None, help='also write the report as JSON here')
     s = sub.add_parser('slim', help='EffiR coarse-to-fine: drop MLP sub-layers, self-slim the rest, fine-tune; a smaller, faster model')
     _add_fields(s.add_argument_group('settings (gaprune_nb.options.SlimConfig; "none" unsets)'), SlimConfig)
@@ -297,9 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument('--out', required=True, help='folder for geometry.csv, geometry.md, spectra.png, projection.png')
     g.add_argument('-n', type=_int_at_least(10), default=1000, help='held-out domain triplets (default 1000)')
     g.add_argument('--n-boot', type=_int_at_least(10), default=200, help='bootstrap resamples for the intervals (default 200)')
-    g.add_argument('--data', default=None, help='data folder (default: $GAPRUNE_DATA)')
-    _add_load(g)
-    d = sub.add_parser('demo', help='embed domain triplets with a model and print its MLP report'); _add_common(d)
+    _add_run(g, ('data', 'dtype', 'device'))
+    d = sub.add_parser('demo', help='embed domain triplets with a model and print its MLP report'); _add_run(d, _LOAD)
     d.add_argument('--domain', default='finance', choices=['general', 'finance', 'chemistry'])
     d.add_argument('-n', type=_int_at_least(1), default=64, help='number of triplets')
     return ap
@@ -313,13 +321,13 @@ def _init_distributed(device:str|None):
     if not dist.is_initialized(): dist.init_process_group('nccl' if cuda else 'gloo')
     return f"cuda:{os.environ.get('LOCAL_RANK', '0')}" if device == 'cuda' else device
 
+def _from_args(cls, a, **kw):
+    "The dataclass `cls` made from the parsed flags `a` of its fields (those in `kw` given)."
+    return cls(**{f.name: getattr(a, f.name) for f in fields(cls) if f.name not in kw}, **kw)
+
 def _config(a):
-    from gaprune_nb.pipeline import RunConfig
-    return RunConfig(model=a.model, domain=a.domain, method=a.method, sparsity=a.sparsity, scope=a.scope,
-                     n_calib=a.n_calib, pool=a.pool or None, batch_size=a.batch_size, max_length=a.max_length,
-                     seed=a.seed, data=a.data, pooling=a.pooling, dtype=a.dtype, device=a.device, in_batch=a.in_batch,
-                     recompute=a.recompute, stats_groups=a.stats_groups, temperature=a.temperature, balance=a.balance, update=a.update,
-                     score=ScoreConfig(**{f.name: getattr(a, f.name) for f in fields(ScoreConfig)}))
+    "The `RunConfig` of parsed `prune` / `run` flags: each field from its flag, `score` from `ScoreConfig`'s."
+    return _from_args(RunConfig, a, score=_from_args(ScoreConfig, a))
 
 def _one_line(e:BaseException) -> str:
     return ' '.join(str(e).split()) or type(e).__name__
@@ -340,7 +348,8 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
             print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in rep['seconds'].items())); print(f"saved: {args.out}")
         elif args.cmd == 'eval':
             from gaprune_nb.evaluation import table
-            rep = evaluate_model(args.model or _default_model(), args.suite, args.limit, args.data, out=args.json, **load)
+            rep = evaluate_model(args.model or _default_model(), args.suite, args.limit, args.data, out=args.json,
+                                 batch_size=args.batch_size, max_length=args.max_length, **load)
             print(table([rep]).round(2).T.to_string())
         elif args.cmd == 'run':
             args.device = _init_distributed(args.device)
@@ -350,7 +359,7 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
             analyze(args.runs, args.out, args.n, args.n_boot, args.data, args.device, args.dtype)
             print(Path(args.out, 'geometry.md').read_text(), end=''); print(f"saved: {args.out}")
         elif args.cmd == 'slim':
-            slim_job(SlimConfig(**{f.name: getattr(args, f.name) for f in fields(SlimConfig)}), args.out, args.eval, args.limit,
+            slim_job(_from_args(SlimConfig, args), args.out, args.eval, args.limit,
                      args.general, overwrite=args.overwrite, dev=args.dev)
     except KeyboardInterrupt:
         if args.debug: raise

@@ -4,7 +4,7 @@
 
 # %% ../nbs/00c_core.ipynb #59e39507
 from __future__ import annotations
-import inspect, json, random, re, shutil
+import inspect, json, random, re
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,7 +17,7 @@ from transformers import AutoModel, AutoTokenizer
 
 from .arch import (ARCHS, AUTO_MAP, SLIM_CLASS, SLIM_FILE, UnsupportedArchitecture, check_embedder, find_layers,
                              mlp_linears, restore_dropped, slim_code)
-from .store import atomic_dir, canonicalize_file, fsync_tree, replace_dir
+from .store import atomic_update, canonicalize_file
 
 # %% auto #0
 __all__ = ['seed_everything', 'pool', 'make_instruction', 'ModelLoadError', 'model_source', 'evaluating', 'Encoder',
@@ -130,13 +130,15 @@ class Encoder(nn.Module):
     def __init__(self, model:nn.Module,          # A transformers base model (`AutoModel`)
                  tokenizer,                      # Its tokenizer
                  pooling:str='mean',             # One of `POOLINGS`
-                 query_prompt:str='', document_prompt:str='', # Prefixes of queries and documents
+                 query_prompt:str='',            # Prefix of queries
+                 document_prompt:str='',         # Prefix of documents
                  max_length:int=512,             # Token limit
                  normalize:bool=True,            # Unit-length embeddings from `encode`
                  add_eos:bool=False,             # Append the EOS token (last-token pooling of some decoders)
                  head:list|None=None,            # Modules after pooling, e.g. sentence-transformers `Dense` layers
                  prompts:dict|None=None,         # Every named prompt of the model (kept when saving)
-                 default_prompt_name:str|None=None, head_paths:list|None=None):
+                 default_prompt_name:str|None=None, # sentence-transformers' default prompt name (kept when saving)
+                 head_paths:list|None=None):     # Sub-folder of each head module (default '2_Dense', ...)
         super().__init__()
         if pooling not in POOLINGS: raise ValueError(f"Unknown pooling {pooling!r}; choose one of {POOLINGS}.")
         check_embedder(getattr(model, 'config', None))
@@ -220,7 +222,8 @@ def from_pretrained(cls:Encoder, name_or_path:str|Path, # A local folder or a Hu
 
 # %% ../nbs/00c_core.ipynb #3c62010d
 @patch
-def tokenize(self:Encoder, texts:list[str], kind:str='document'):
+def tokenize(self:Encoder, texts:list[str], # The texts (a list, not one string)
+             kind:str='document'):           # 'query' or 'document': which prompt is prefixed
     "Tokenize with the instruction of `kind` ('query' or 'document') prefixed, on the model's device."
     if isinstance(texts, str): raise TypeError("Pass a list of texts, not a single string.")
     if kind not in ('query', 'document'): raise ValueError(f"kind must be 'query' or 'document', not {kind!r}")
@@ -231,7 +234,10 @@ def tokenize(self:Encoder, texts:list[str], kind:str='document'):
     return batch.to(self.device)
 
 @patch
-def forward(self:Encoder, texts:list[str]|None=None, kind:str='document', batch=None) -> Tensor:
+def forward(self:Encoder, texts:list[str]|None=None, # The texts (or pass `batch`)
+            kind:str='document',                     # 'query' or 'document': which prompt is prefixed
+            batch=None                               # An already tokenized batch (`tokenize`'s output)
+           ) -> Tensor:
     "Pooled embeddings (through the head, un-normalised) of `texts`, differentiable; or of an already tokenized `batch`."
     batch = batch if batch is not None else self.tokenize(texts, kind)
     inputs = dict(batch)
@@ -244,8 +250,12 @@ def forward(self:Encoder, texts:list[str]|None=None, kind:str='document', batch=
 # %% ../nbs/00c_core.ipynb #6fae754e
 @patch
 @torch.no_grad()
-def encode(self:Encoder, texts:list[str], kind:str='document', batch_size:int=32, normalize:bool|None=None,
-           show_progress:bool=False, convert_to_numpy:bool=True):
+def encode(self:Encoder, texts:list[str], # The texts (a list, not one string)
+           kind:str='document',           # 'query' or 'document': which prompt is prefixed
+           batch_size:int=32,             # Texts per forward pass
+           normalize:bool|None=None,      # Unit-length embeddings (default: the encoder's `normalize`)
+           show_progress:bool=False,      # Progress bar over the batches
+           convert_to_numpy:bool=True):   # A numpy array (False: a tensor on the model's device)
     "Embed `texts` in batches (longest first, so padding is minimal), in input order, as float32."
     if isinstance(texts, str): raise TypeError("Pass a list of texts, not a single string.")
     texts = list(texts)
@@ -296,20 +306,8 @@ def write_model_files(enc:Encoder, # The model to save
 def save_pretrained(self:Encoder, path:str|Path, # The folder: new, or an existing one whose other files are kept
                     **kwargs):
     "Save a transformers folder that also loads with `SentenceTransformer`; written aside, then moved into place."
-    path = Path(path)
-    if not path.exists() or (path.is_dir() and not any(path.iterdir())):
-        with atomic_dir(path) as tmp: write_model_files(self, tmp, **kwargs)
-        return path
-    # an existing folder (e.g. with a report beside the model): replace our files only, each once complete
-    tmp = path.parent/f'.{path.name}.tmp-model'
-    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir()
-    try: write_model_files(self, tmp, **kwargs); fsync_tree(tmp)
-    except BaseException: shutil.rmtree(tmp, ignore_errors=True); raise
-    for f in tmp.iterdir():
-        if f.is_dir(): replace_dir(f, path/f.name)
-        else: f.replace(path/f.name)
-    tmp.rmdir()
-    return path
+    with atomic_update(path) as tmp: write_model_files(self, tmp, **kwargs)  # beside a report: only our files replaced
+    return Path(path)
 
 # %% ../nbs/00c_core.ipynb #04fd4f79
 def param_breakdown(model:nn.Module # A supported model or a wrapper of one

@@ -117,7 +117,8 @@ class TaskScores:
     values: np.ndarray             # per query nDCG@10, per example correctness, or per pair cosine similarity
     gold: np.ndarray|None = None   # STS gold scores
 
-    def metric(self, idx=None) -> np.ndarray|float:
+    def metric(self, idx=None # Item indices, 1-d (one score) or 2-d (one per row); None: every item
+              ) -> np.ndarray|float:
         "Main score on all items, or on each row of an index array `idx` (resamples x items)."
         if idx is None: idx = np.arange(len(self.values))
         v = self.values[idx]
@@ -204,7 +205,8 @@ def paired_bootstrap(a:dict|list[dict],        # Model A's scores (`dev_scores`)
                     *np.percentile(_avg(da, types) - _avg(db, types), [2.5, 97.5]))
     return pd.DataFrame(rows, index=['delta', 'lo', 'hi']).T * scale
 
-def fmt_delta(row) -> str:
+def fmt_delta(row # A row (or dict) with 'delta', 'lo' and 'hi'
+             ) -> str:
     "'+1.2 [+0.3, +2.0]' from a row of `paired_bootstrap`."
     return f"{row['delta']:+.2f} [{row['lo']:+.2f}, {row['hi']:+.2f}]"
 

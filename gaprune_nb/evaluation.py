@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_evaluation.ipynb #c2b6a7a5
 from __future__ import annotations
-import hashlib, json, logging, random, time
+import json, logging, random, time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,7 +24,7 @@ from mteb.types import PromptType
 
 from .data import (DataError, RetrievalData, catalog, load_classification, load_retrieval, load_sts,
                              read_json, resolve)
-from .store import state_dict_sha256, write_text
+from .store import canonical_json, file_chunks, sha256_stream, state_dict_sha256, write_text
 
 # %% auto #0
 __all__ = ['TINY', 'TYPE_ABBR', 'Limit', 'as_limit', 'sample_indices', 'round_robin', 'balanced_indices', 'subsample_retrieval',
@@ -42,7 +42,9 @@ class Limit:
     seed: int = 0            # seed of the subsample
 
     @classmethod
-    def scaled(cls, n:int, seed:int=0) -> Limit:
+    def scaled(cls, n:int,  # Queries (the other sizes follow from it)
+               seed:int=0   # Seed of the subsample
+              ) -> Limit:
         "`n` queries, `6n` documents, `2n` test and `2n` training examples."
         return cls(n, 6*n, 2*n, 2*n, seed)
     @property
@@ -122,11 +124,15 @@ def keep_rng():
 def files_digest(path:Path,     # A file or folder
                  extra:str=''   # Mixed into the hash (e.g. settings)
                 ) -> str:
-    "sha256 (12 hex digits) over the names and bytes of every file under `path`, and `extra`."
-    h = hashlib.sha256(extra.encode())
-    for f in sorted(p for p in Path(path).rglob('*') if p.is_file()):
-        h.update(str(f.relative_to(path)).encode()); h.update(f.read_bytes())
-    return h.hexdigest()[:12]
+    "sha256 (12 hex digits) over `extra`, then the name and bytes of every file under `path` (or of the file `path`)."
+    path = Path(path)
+    files = [path] if path.is_file() else sorted(p for p in path.rglob('*') if p.is_file())
+    def parts():
+        yield extra
+        for f in files:
+            yield f.name if f == path else str(f.relative_to(path))
+            yield from file_chunks(f)  # streamed: a large corpus is never read whole
+    return sha256_stream(parts())[:12]
 
 def _manifest(path:Path) -> dict:
     "The `MANIFEST.json` entry of a dataset folder `<root>/<kind>/<domain>/<name>`, or `{}`."
@@ -145,7 +151,9 @@ class _Local:
 
 class LocalRetrieval(_Local, AbsTaskRetrieval):
     "A BEIR folder as an mteb retrieval task (nDCG@10)."
-    def load_data(self, num_proc=None, *, timer=None, **kwargs):
+    def load_data(self, num_proc=None, # Unused: the local data loads in this process
+                  *, timer=None,       # mteb's load timer (unused)
+                  **kwargs):
         if self.data_loaded: return
         rd = load_retrieval(self.source)
         if self.limit: rd = subsample_retrieval(rd, self.limit)
@@ -155,7 +163,9 @@ class LocalRetrieval(_Local, AbsTaskRetrieval):
 
 class LocalClassification(_Local, AbsTaskClassification):
     "A `train`/`test` classification folder as an mteb classification task (accuracy of a logistic-regression probe)."
-    def load_data(self, num_proc=None, *, timer=None, **kwargs):
+    def load_data(self, num_proc=None, # Unused: the local data loads in this process
+                  *, timer=None,       # mteb's load timer (unused)
+                  **kwargs):
         if self.data_loaded: return
         cd = load_classification(self.source)
         train, test = cd.train, cd.test
@@ -172,7 +182,9 @@ class LocalClassification(_Local, AbsTaskClassification):
 
 class LocalSTS(_Local, AbsTaskSTS):
     "An STS folder as an mteb STS task (Spearman correlation of cosine similarities)."
-    def load_data(self, num_proc=None, *, timer=None, **kwargs):
+    def load_data(self, num_proc=None, # Unused: the local data loads in this process
+                  *, timer=None,       # mteb's load timer (unused)
+                  **kwargs):
         if self.data_loaded: return
         sd = load_sts(self.source)
         test = sd.test
@@ -233,9 +245,8 @@ def model_meta(encoder, # an `Encoder` (or any object with `encode(texts, kind=.
     if not name: name = getattr(getattr(m, 'config', None), 'model_type', '')
     if '/' not in (name := name or type(encoder).__name__): name = f'local/{name}'  # mteb wants 'organization/model'
     if not revision:
-        h = hashlib.sha256(json.dumps(getattr(encoder, 'settings', {}), sort_keys=True).encode())
-        if isinstance(encoder, torch.nn.Module): h.update(state_dict_sha256(encoder).encode())
-        revision = h.hexdigest()[:12]
+        weights = state_dict_sha256(encoder) if isinstance(encoder, torch.nn.Module) else ''
+        revision = sha256_stream([canonical_json(getattr(encoder, 'settings', {}), compact=False), weights])[:12]
     cfg = getattr(m, 'config', None)
     instr = bool(getattr(encoder, 'query_prompt', '') or getattr(encoder, 'document_prompt', ''))
     return ModelMeta(
@@ -270,8 +281,12 @@ class MtebEncoder(AbsEncoder):
         self._cache = {} if cache else None
         self.seconds, self.encoded = {}, {}   # per task: encoding time, number of texts encoded
 
-    def encode(self, inputs, *, task_metadata:TaskMetadata, hf_split:str, hf_subset:str,
-               prompt_type:PromptType|None=None, **kwargs) -> np.ndarray:
+    def encode(self, inputs,                         # mteb's batches of texts (a DataLoader of dicts with 'text')
+               *, task_metadata:TaskMetadata,        # The task they come from (its prompt, if any)
+               hf_split:str,                         # The split (unused)
+               hf_subset:str,                        # The subset (unused)
+               prompt_type:PromptType|None=None,     # Query or document (None: `untyped`)
+               **kwargs) -> np.ndarray:
         "Embed the texts of mteb's `inputs` batches as `kind` 'query' or 'document', in order."
         texts = [t for batch in inputs for t in batch['text']]
         kind = PromptType(prompt_type).value if prompt_type is not None else self.untyped
@@ -319,18 +334,21 @@ class Report:
     def avg(self) -> float:
         "Mean of the task-type averages."
         return float(np.mean(list(self.averages.values())))
-    def row(self, scale:float=100.) -> pd.Series:
+    def row(self, scale:float=100. # Multiplies every score (100: percent)
+           ) -> pd.Series:
         "Task scores, then type averages, then `Avg.`, times `scale`."
         return pd.Series({**self.scores, **self.averages, 'Avg.': self.avg}, name=self.model) * scale
 
-    def to_json(self, path:str|Path|None=None) -> str:
+    def to_json(self, path:str|Path|None=None # Also write the JSON here (atomically)
+               ) -> str:
         "The report as JSON; written to `path` (atomically) if given."
         s = json.dumps(asdict(self), indent=1, default=float)
         if path is not None:
             write_text(path, s)
         return s
     @classmethod
-    def from_json(cls, src:str|Path) -> Report:
+    def from_json(cls, src:str|Path # JSON text, or a file holding it
+                 ) -> Report:
         "A report from a JSON string or file."
         return cls(**json.loads(Path(src).read_text() if not str(src).lstrip().startswith('{') else src))
 

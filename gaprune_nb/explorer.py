@@ -46,7 +46,10 @@ class Explorer:
         return [m.name for m in REGISTRY.values() if not m.update and (not m.stats or self.stats is not None)
                 and (not m.calib or m.stats or self.calib is not None)]
     @torch.no_grad()
-    def state(self, method:str='gaprune', sparsity:float=0.5, scope:str|None=None, **knobs) -> dict:
+    def state(self, method:str='gaprune', # A method of `methods`
+              sparsity:float=0.5,         # Share of the weights pruned (ignored by an N:M `scope`)
+              scope:str|None=None,        # 'global', 'layer', 'matrix', 'row' or 'N:M' (default: the method's)
+              **knobs) -> dict:
         "Mask and proxies of one setting (`knobs`: ScoreConfig fields such as alpha, beta, gamma, lam)."
         t0 = time.perf_counter()
         scope = scope or REGISTRY[method].scope
@@ -70,7 +73,9 @@ class Explorer:
                     dense_triplet_accuracy=dense_acc, seconds=time.perf_counter() - t0)
 
 # %% ../nbs/10b_explorer.ipynb #5ea11b84
-def show_state(s:dict, ax=None):
+def show_state(s:dict, # A state from `Explorer.state`
+               ax=None    # A matplotlib axes (default: a new figure)
+              ):
     "Plot the kept share per layer and role of a state; the title carries its numbers."
     import matplotlib.pyplot as plt
     ax = ax or plt.subplots(figsize=(7, 3))[1]

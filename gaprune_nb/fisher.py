@@ -98,8 +98,14 @@ def _recomputed(encoder, linears, rows, chunks, toks, temperature, in_batch, per
         for k, lin in linears.items():
             yield k, (G.pop(k)[None] if k in G else torch.zeros(1, *lin.weight.shape, dtype=dts[k], device=E.device))
 
-def grad_stream(encoder:Encoder, linears:dict, rows:dict, temperature:float=0.05, in_batch:bool=False,
-                per_sample:bool=True, chunk:int|None=None, recompute:int=0):
+def grad_stream(encoder:Encoder,        # The model
+                linears:dict,           # The scored {name: nn.Linear}
+                rows:dict,              # A batch: {'query': [...], 'positive': [...], 'negative': [...]}
+                temperature:float=0.05, # InfoNCE temperature
+                in_batch:bool=False,    # Also contrast with the batch's other positives and negatives
+                per_sample:bool=True,   # False: the gradient of the batch-mean loss instead
+                chunk:int|None=None,    # Texts per forward pass (default: the batch size)
+                recompute:int=0):       # > 0: hold one pass of this many texts' activations at a time
     "`triplet_grads` one matrix at a time: yields `(name, gradient)`; with `in_batch` or `recompute`, one `(1, out, in)` per triplet and matrix."
     B = len(rows['query'])
     chunks = _chunks(encoder, rows, chunk or B)
@@ -163,14 +169,17 @@ class GradientStats:
         return (f"GradientStats({len(self.names)} matrices, {n:,} weights; n_gen={self.n_gen}, n_dom={self.n_dom}, "
                 f"n_batches={self.n_batches}, mode={mode!r}, fields={', '.join(self.fields)})")
 
-    def require(self, fields, why:str='') -> GradientStats:
+    def require(self, fields,  # Names of the statistics needed (of `STAT_FIELDS`)
+                why:str=''     # Who needs them, for the message (e.g. "Method 'gaprune'")
+               ) -> GradientStats:
         "`self`, or a `ValueError` naming the `fields` these statistics lack and how to get them."
         if miss := [f for f in fields if getattr(self, f) is None]:
             raise ValueError(f"{why or 'This'} needs the statistics {', '.join(miss)}, which these hold not (they hold "
                              f"{', '.join(self.fields) or 'none'}): recompute with gradient_statistics(..., fields={tuple(fields)!r}).")
         return self
 
-    def save(self, path:str|Path) -> Path:
+    def save(self, path:str|Path # The folder (replaced atomically)
+            ) -> Path:
         "Write a safetensors file (or shards) and `manifest.json` to the folder `path` (atomically)."
         src = [getattr(self, f) for f in self.fields]
         if src and all(isinstance(d, LazyTensors) for d in src) and len({tuple(d.files) for d in src}) == 1:
@@ -181,8 +190,10 @@ class GradientStats:
         return write_atomic(path, tensors, meta)
 
     @classmethod
-    def load(cls, path:str|Path, model:nn.Module|None=None, # If given, must be the model the stats were computed on
-             general=None, domain=None,                      # If given, must be the triplets they were computed on
+    def load(cls, path:str|Path,                             # A folder written by `save`
+             model:nn.Module|None=None,                      # If given, must be the model the stats were computed on
+             general=None,                                   # If given, must be the general triplets they were computed on
+             domain=None,                                    # If given, must be the domain triplets they were computed on
              domain_name:str|None=None,                      # If given, must be the domain they were computed for
              lazy:bool=False,                                # Read each tensor from disk when it is used (`LazyTensors`)
              device:str|torch.device='cpu'                   # Where the tensors are read to
@@ -247,7 +258,8 @@ def barrier():
     import torch.distributed as dist
     if rank_world()[1] > 1: dist.barrier()
 
-def all_reduce_sum(tensors):
+def all_reduce_sum(tensors # Tensors to sum over the processes, in place (the same order in every process)
+                  ):
     "Sum each tensor in place over the processes of the group (a no-op in a single process)."
     import torch.distributed as dist
     if rank_world()[1] > 1:

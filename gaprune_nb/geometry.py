@@ -9,6 +9,7 @@ import torch
 from torch import Tensor
 
 from .data import domain_triplets
+from .store import atomic_update
 
 # %% auto #0
 __all__ = ['METRICS', 'SET_SIZE', 'alignment', 'uniformity', 'cross_correlation', 'effective_dimension', 'effective_rank',
@@ -39,7 +40,9 @@ def uniformity(z,            # (n, d) embeddings (normalised here)
     off = ids[:, None] != ids[None, :]
     return float(torch.logsumexp(-t * d2[off], 0) - np.log(off.sum().item()))
 
-def cross_correlation(q, p) -> float:
+def cross_correlation(q, # (n, d) query embeddings
+                      p  # (n, d) embeddings of their positives
+                     ) -> float:
     "Mean over dimensions of |Pearson correlation| between the queries' and the positives' coordinate."
     q, p = _t(q), _t(p)
     q, p = q - q.mean(0), p - p.mean(0)
@@ -53,20 +56,24 @@ def effective_dimension(z,           # (n, d) embeddings
     v = torch.sort(_t(z).var(0), descending=True).values
     return int(torch.searchsorted(torch.cumsum(v, 0) / v.sum(), torch.tensor(share, dtype=v.dtype)).item()) + 1
 
-def effective_rank(z) -> float:
+def effective_rank(z # (n, d) embeddings (centred here)
+                  ) -> float:
     "exp of the entropy of the normalised singular values of the centred embeddings (Roy & Vetterli)."
     z = _t(z); s = torch.linalg.svdvals(z - z.mean(0))
     p = s / s.sum(); p = p[p > 0]
     return float(torch.exp(-(p * p.log()).sum()))
 
-def isotropy(z) -> float:
+def isotropy(z # (n, d) embeddings
+            ) -> float:
     "min_u Z(u) / max_u Z(u), Z(u) = sum_i exp(u.z_i) over the eigenvectors u of z^T z (Mu & Viswanath)."
     z = _t(z)
     _, vecs = torch.linalg.eigh(z.T @ z)
     zu = torch.logsumexp(z @ vecs, 0)  # log Z(u) per eigenvector
     return float(torch.exp(zu.min() - zu.max()))
 
-def cosine_to(z, ref) -> float:
+def cosine_to(z,  # (n, d) embeddings
+              ref # (n, d) reference embeddings (e.g. the dense model's) of the same texts, row by row
+             ) -> float:
     "Mean cosine between each embedding and the reference embedding of the same text."
     return float((_unit(z) * _unit(ref)).sum(-1).mean())
 
@@ -74,7 +81,10 @@ def cosine_to(z, ref) -> float:
 METRICS = ('alignment', 'uniformity', 'cross_correlation', 'effective_dimension', 'effective_rank', 'isotropy', 'cosine_to_dense')
 SET_SIZE = ('effective_dimension', 'effective_rank', 'isotropy')  # lowered by the repeated rows of a bootstrap resample
 
-def embed_triplets(encoder, triplets, batch_size:int=32) -> dict:
+def embed_triplets(encoder,            # An `Encoder` (or anything with `encode(texts, kind=..., batch_size=..., normalize=...)`)
+                   triplets,           # Triplets with 'query' and 'positive' columns
+                   batch_size:int=32   # Texts per forward pass
+                  ) -> dict:
     "{'q': query embeddings, 'p': positive embeddings} of a model, as numpy arrays (not normalised)."
     return dict(q=encoder.encode(list(triplets['query']), kind='query', batch_size=batch_size, normalize=False),
                 p=encoder.encode(list(triplets['positive']), kind='document', batch_size=batch_size, normalize=False))
@@ -97,7 +107,7 @@ def geometry(emb:dict,              # {'q': (n, d), 'p': (n, d)} from `embed_tri
 def geometry_table(embs:dict,            # {model name: `embed_triplets` output}, all on the same triplets
                    dense:str='dense',    # Which entry is the dense reference
                    n_boot:int=200,       # Bootstrap resamples of the triplets
-                   seed:int=0
+                   seed:int=0            # Seed of the resampling
                   ) -> 'pd.DataFrame':
     "Per model and metric: the value on all triplets and a 95% bootstrap interval (columns value, lo, hi; see `SET_SIZE`)."
     import pandas as pd
@@ -148,7 +158,7 @@ def layer_profile(model,            # The model the names belong to (for layer n
 # %% ../nbs/10_geometry.ipynb #39f12566
 def rank_correlation(scores:dict,     # {method: {linear name: score tensor}} (any mapping; read one matrix at a time)
                      n:int=200_000,   # Weight positions sampled (all of them if n >= their number)
-                     seed:int=0
+                     seed:int=0       # Seed of the sampled positions
                     ) -> 'pd.DataFrame':
     "Spearman correlation between every two methods' scores on the same sampled weight positions."
     import pandas as pd
@@ -172,7 +182,9 @@ def rank_correlation(scores:dict,     # {method: {linear name: score tensor}} (a
     return pd.DataFrame(rho, index=methods, columns=methods)
 
 # %% ../nbs/10_geometry.ipynb #521bdb22
-def plot_spectra(embs:dict, ax=None):
+def plot_spectra(embs:dict, # {model name: `embed_triplets` output}
+                 ax=None     # A matplotlib axes (default: a new figure)
+                ):
     "Sorted per-coordinate variance of every model's embeddings (log scale)."
     import matplotlib.pyplot as plt
     ax = ax or plt.subplots(figsize=(5, 3.2))[1]
@@ -182,7 +194,10 @@ def plot_spectra(embs:dict, ax=None):
     ax.set(yscale='log', xlabel='coordinate (sorted)', ylabel='share of variance', title='variance spectra'); ax.legend(fontsize=7)
     return ax
 
-def plot_projection(embs:dict, dense:str='dense', n:int=150):
+def plot_projection(embs:dict,        # {model name: `embed_triplets` output}, all on the same triplets
+                    dense:str='dense', # The reference whose principal components are the axes
+                    n:int=150          # Queries plotted
+                   ):
     "Each compressed model's query embeddings next to the dense ones on the dense model's two principal components."
     import matplotlib.pyplot as plt
     from sklearn.decomposition import PCA
@@ -198,7 +213,12 @@ def plot_projection(embs:dict, dense:str='dense', n:int=150):
     fig.tight_layout()
     return fig
 
-def heldout_triplets(domain:str, exclude:set, n:int=1000, seed:int=12345, root=None):
+def heldout_triplets(domain:str,     # A domain of the data folder, e.g. 'finance'
+                     exclude:set,     # Query texts to leave out (e.g. the runs' calibration queries)
+                     n:int=1000,      # Triplets returned (fewer if the domain has fewer left)
+                     seed:int=12345,  # Seed of the shuffle that picks them
+                     root=None        # Data folder (default $GAPRUNE_DATA)
+                    ):
     "`n` triplets of `domain` whose query is not in `exclude` (e.g. the calibration queries of the runs)."
     ds = domain_triplets(domain, root=root).shuffle(seed=seed)
     keep = [i for i, q in enumerate(ds['query']) if q not in exclude][:n]
@@ -234,13 +254,13 @@ def analyze(runs:list,            # Run folders written by `gaprune prune` / `ru
     embs = {'dense': embed_triplets(load(model or minilm_path()), trip)}
     for r in runs: embs[r.name] = embed_triplets(load(r), trip)
     tab = geometry_table(embs, n_boot=n_boot)
-    out.mkdir(parents=True, exist_ok=True)
-    tab.to_csv(out/'geometry.csv', index=False)
     wide = tab.assign(cell=[f'{v:.4g} [{lo:.4g}, {hi:.4g}]' for v, lo, hi in zip(tab.value, tab.lo, tab.hi)]).pivot(index='model', columns='metric', values='cell')
     md = ['| model | ' + ' | '.join(wide.columns) + ' |', '|---' * (len(wide.columns) + 1) + '|']
     md += [f'| {m} | ' + ' | '.join(r) + ' |' for m, r in zip(wide.index, wide.to_numpy())]
-    (out/'geometry.md').write_text(f'# Geometry on {len(trip)} held-out {domain} triplets (95% bootstrap intervals)\n\n' + '\n'.join(md) + '\n')
-    plot_spectra(embs).figure.savefig(out/'spectra.png', dpi=110, bbox_inches='tight')
-    plot_projection(embs).savefig(out/'projection.png', dpi=110, bbox_inches='tight')
+    with atomic_update(out) as tmp:  # written aside; in an existing folder only these four files are replaced
+        tab.to_csv(tmp/'geometry.csv', index=False)
+        (tmp/'geometry.md').write_text(f'# Geometry on {len(trip)} held-out {domain} triplets (95% bootstrap intervals)\n\n' + '\n'.join(md) + '\n')
+        plot_spectra(embs).figure.savefig(tmp/'spectra.png', dpi=110, bbox_inches='tight')
+        plot_projection(embs).savefig(tmp/'projection.png', dpi=110, bbox_inches='tight')
     plt.close('all')
     return tab

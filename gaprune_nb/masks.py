@@ -74,7 +74,9 @@ def _select(scores:dict, k:int, key:Callable|None=None) -> tuple[int, int]:
 # %% ../nbs/04c_masks.ipynb #8b68599a
 class PerMatrix(Mapping):
     "A read-only `{name: f(name)}` made when read, one matrix at a time: a whole model's scores never exist at once."
-    def __init__(self, names, f): self.names, self.f, self._set = list(names), f, set(names)
+    def __init__(self, names, # The keys, in order
+                 f):          # Makes the value of one key when it is read
+        self.names, self.f, self._set = list(names), f, set(names)
     def __getitem__(self, k):
         if k not in self._set: raise KeyError(k)
         return self.f(k)
@@ -203,10 +205,11 @@ def resolve_mask(model:nn.Module, # The model (or `Encoder`) the mask's names ar
 
 @torch.no_grad()
 def apply_mask(model:nn.Module, # The model (or `Encoder`), changed in place
-               mask:dict         # {name: bool tensor}, True = keep
+               mask:dict|list    # {name: bool tensor}, True = keep; or `resolve_mask(model, mask)`'s pairs, checked once and reused (a training loop)
               ) -> nn.Module:
     "Zero the pruned weights (mask False) in place; validates the whole mask first. Returns `model`."
-    for lin, m in resolve_mask(model, mask): lin.weight.masked_fill_(~m, 0)
+    for lin, m in (mask if isinstance(mask, list) else resolve_mask(model, mask)):
+        lin.weight.masked_fill_(~m, 0)  # not `mul_`: an inf weight times 0 would be NaN
     return model
 
 def mask_difference(a:dict, # A mask

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from .core import Encoder
+from .store import atomic_update
 
 # %% auto #0
 __all__ = ['export_onnx', 'OnnxEncoder']
@@ -30,24 +31,24 @@ def export_onnx(encoder:Encoder,        # The model (pruned, slimmed or dense); 
     "Export `encoder` to ONNX (tokens -> sentence embedding); returns {'fp32': path, 'int8': path}."
     try: import onnxruntime, onnxscript  # noqa: F401  (the exporter needs onnxscript; quantization onnxruntime)
     except ImportError as e: raise ImportError(f"ONNX export needs the optional packages: pip install onnx onnxruntime onnxscript ({e})") from None
-    out = Path(out); out.mkdir(parents=True, exist_ok=True)
+    out = Path(out)
     p0 = next(encoder.parameters())
     enc = encoder if (p0.device.type, p0.dtype) == ('cpu', torch.float32) else copy.deepcopy(encoder).to('cpu', torch.float32)
     b = enc.tokenize(example or ['an example text to trace', 'another'], 'document')
     bt, sq = torch.export.Dim('batch'), torch.export.Dim('tokens')
-    paths = {'fp32': out/'model.onnx'}
-    with torch.no_grad(), warnings.catch_warnings():  # the exporter's notes on axis names and pytree internals
-        warnings.simplefilter('ignore', (UserWarning, FutureWarning))
-        torch.onnx.export(_Embed(enc).eval(), (b['input_ids'], b['attention_mask']), str(paths['fp32']),
-                          input_names=['input_ids', 'attention_mask'], output_names=['sentence_embedding'],
-                          dynamic_shapes={'input_ids': {0: bt, 1: sq}, 'attention_mask': {0: bt, 1: sq}}, dynamo=True, verbose=False)
-    if int8:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-        paths['int8'] = out/'model_int8.onnx'
-        level = logging.getLogger().level; logging.getLogger().setLevel(logging.ERROR)  # its advice on pre-processing
-        try: quantize_dynamic(str(paths['fp32']), str(paths['int8']), weight_type=QuantType.QInt8, op_types_to_quantize=['MatMul'])
-        finally: logging.getLogger().setLevel(level)
-    return paths
+    names = {'fp32': 'model.onnx', **({'int8': 'model_int8.onnx'} if int8 else {})}
+    with atomic_update(out) as tmp:  # written aside: a graph and its weights file appear together (other files in `out` stay)
+        with torch.no_grad(), warnings.catch_warnings():  # the exporter's notes on axis names and pytree internals
+            warnings.simplefilter('ignore', (UserWarning, FutureWarning))
+            torch.onnx.export(_Embed(enc).eval(), (b['input_ids'], b['attention_mask']), str(tmp/names['fp32']),
+                              input_names=['input_ids', 'attention_mask'], output_names=['sentence_embedding'],
+                              dynamic_shapes={'input_ids': {0: bt, 1: sq}, 'attention_mask': {0: bt, 1: sq}}, dynamo=True, verbose=False)
+        if int8:
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+            level = logging.getLogger().level; logging.getLogger().setLevel(logging.ERROR)  # its advice on pre-processing
+            try: quantize_dynamic(str(tmp/names['fp32']), str(tmp/names['int8']), weight_type=QuantType.QInt8, op_types_to_quantize=['MatMul'])
+            finally: logging.getLogger().setLevel(level)
+    return {k: out/v for k, v in names.items()}
 
 class OnnxEncoder:
     "An exported model in onnxruntime, with the `Encoder`'s tokenizer, prompts and normalisation: `encode` like `Encoder.encode`."
@@ -58,7 +59,11 @@ class OnnxEncoder:
         so = ort.SessionOptions()
         if threads: so.intra_op_num_threads = threads
         self.session, self.enc = ort.InferenceSession(str(path), so, providers=['CPUExecutionProvider']), encoder
-    def encode(self, texts:list[str], kind:str='document', batch_size:int=32, normalize:bool|None=None) -> np.ndarray:
+    def encode(self, texts:list[str],        # The texts to embed
+               kind:str='document',         # 'query' or 'document': which prompt is prefixed
+               batch_size:int=32,           # Texts per onnxruntime call
+               normalize:bool|None=None     # Unit-length embeddings (default: the `Encoder`'s setting)
+              ) -> np.ndarray:
         "Embeddings of `texts` (float32, input order)."
         out = []
         for i in range(0, len(texts), batch_size):

@@ -5,12 +5,12 @@
 # %% ../nbs/00a_options.ipynb #78696ccc
 from __future__ import annotations
 import json, re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # %% auto #0
 __all__ = ['REGISTRY', 'METHODS', 'SCOPES', 'POOLINGS', 'DTYPES', 'NORMALIZATIONS', 'ALIGNMENTS', 'STAT_FIELDS', 'DOMAINS',
-           'Method', 'method', 'check_scope', 'check_device', 'ScoreConfig', 'stat_fields', 'SlimConfig']
+           'Method', 'method', 'check_scope', 'check_device', 'ScoreConfig', 'stat_fields', 'SlimConfig', 'RunConfig']
 
 # %% ../nbs/00a_options.ipynb #7643a09f
 @dataclass(frozen=True)
@@ -169,7 +169,8 @@ class SlimConfig:
     finetune_steps: int = 100     # fine-tuning steps
     batch_size: int = 16          # triplets per training step
     n_calib: int = 256            # texts for EffiR importance; calibration triplets per side for weight-level scorers
-    train_max_length: int = 128   # token limit while training (evaluation uses the model's own)
+    train_max_length: int = 128   # token limit while training (evaluation uses `max_length`)
+    max_length: int|None = None   # the model's token limit, set at load (evaluation, the saved folder); None: the folder's
     seed: int = 0                 # sampling, batch order, initialisation
     data: str|None = None         # data folder; None: $GAPRUNE_DATA
     pooling: str|None = None      # None: the model folder's (sentence-transformers) pooling, else 'mean'
@@ -193,6 +194,8 @@ class SlimConfig:
             if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 0): raise ValueError(f"{k} must be an integer >= 0, not {getattr(self, k)!r}")
         for k in ('batch_size', 'n_calib', 'train_max_length'):
             if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 1): raise ValueError(f"{k} must be a positive integer, not {getattr(self, k)!r}")
+        if self.max_length is not None and not (isinstance(self.max_length, int) and self.max_length >= 1):
+            raise ValueError(f"max_length must be a positive integer or None (the model folder's limit), not {self.max_length!r}")
         if self.scorer == 'gates' and self.keep < 1 and self.gate_steps < 1: raise ValueError("scorer 'gates' needs gate_steps >= 1")
 
     @classmethod
@@ -202,3 +205,65 @@ class SlimConfig:
         f = Path(path)/'slim_report.json'
         if not f.is_file(): raise FileNotFoundError(f"{path} is not a gaprune slim folder (no slim_report.json).")
         return cls(**json.loads(f.read_text())['config'])
+
+# %% ../nbs/00a_options.ipynb #27ff2e96
+@dataclass
+class RunConfig:
+    "Everything that defines a pruning run (checked when it is made, before anything is loaded)."
+    model: str|None = None      # model folder or hub id; None: the all-MiniLM-L6-v2 fixture
+    domain: str = 'finance'     # target domain (calibration triplets and evaluation suite)
+    method: str = 'gaprune'     # one of `gaprune_nb.options.METHODS`
+    sparsity: float = 0.5       # share of scored (MLP) weights set to zero (implied by an N:M scope)
+    scope: str|None = None      # mask scope: 'global', 'layer', 'matrix', 'row' or 'N:M' such as '2:4' (sets the sparsity); None: the method's
+    n_calib: int = 256          # k-means-selected triplets per domain (general and target)
+    pool: int|None = 4000       # triplets per domain embedded for k-means (seeded random subset); None or 0: all
+    batch_size: int = 8         # triplets per (paired) statistics batch
+    max_length: int|None = 256  # token limit while computing statistics; None: the model's own
+    seed: int = 0               # pool subset, k-means and statistics batch order
+    data: str|None = None       # data folder; None: $GAPRUNE_DATA
+    pooling: str|None = None    # None: the model folder's (sentence-transformers) pooling, else 'mean'; decoders usually want 'last'
+    dtype: str|None = None      # weights' dtype: 'float32' (None), 'bfloat16' or 'float16'
+    device: str|None = None     # 'cpu' (None), 'cuda', 'cuda:N' or 'mps'
+    in_batch: bool = True       # statistics: InfoNCE also contrasts with the batch's other documents (the paper's loss)
+    recompute: int = 0          # statistics: > 0 holds the activations of this many texts at a time, not the batch's (same statistics, 1.1-1.4x the time)
+    stats_groups: int = 1       # statistics: > 1 computes them for this many groups of matrices in turn, kept on disk (`03b`): their memory divided by it
+    temperature: float = 0.05   # statistics: InfoNCE temperature (sentence-transformers' default scale 20)
+    balance: bool = True        # calibration pool: equal share from each triplet file (else ~76% SNLI on the general side)
+    update: str|None = None     # 'obs': prune with the OBS weight update of the kept weights (SparseGPT's sweep)
+    score: ScoreConfig = field(default_factory=ScoreConfig)  # DAI / OBD settings
+
+    def __post_init__(self):
+        if self.scope is None: self.scope = method(self.method).scope
+        check_device(self.device)
+        if isinstance(self.score, dict):  # from JSON: lists back to tuples
+            self.score = ScoreConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.score.items()})
+        if self.update not in (None, 'obs'): raise ValueError(f"update must be None or 'obs', not {self.update!r}")
+        if not self.temperature > 0: raise ValueError(f"temperature must be > 0, not {self.temperature!r}")
+        if self.pooling not in (None,) + POOLINGS: raise ValueError(f"pooling must be one of {POOLINGS}, not {self.pooling!r}")
+        if self.dtype not in (None,) + DTYPES: raise ValueError(f"dtype must be one of {DTYPES}, not {self.dtype!r}")
+        if self.domain not in DOMAINS or self.domain == 'general':
+            raise ValueError(f"domain must be one of {[d for d in DOMAINS if d != 'general']}, not {self.domain!r}")
+        nm = check_scope(self.scope, None if ':' in str(self.scope) else self.sparsity)
+        if nm is None and not 0 < self.sparsity < 1: raise ValueError(f"sparsity must be in (0, 1), not {self.sparsity}")
+        if nm: self.sparsity = 1 - nm[0]/nm[1]
+        for k in ('n_calib', 'batch_size'):
+            if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 1):
+                raise ValueError(f"{k} must be a positive integer, not {getattr(self, k)!r}")
+        if not (isinstance(self.recompute, int) and self.recompute >= 0):
+            raise ValueError(f"recompute must be 0 (off) or a positive number of texts, not {self.recompute!r}")
+        if not (isinstance(self.stats_groups, int) and self.stats_groups >= 1):
+            raise ValueError(f"stats_groups must be a positive integer (1: all matrices in one pass), not {self.stats_groups!r}")
+        if self.pool is not None and not (isinstance(self.pool, int) and self.pool >= 0):
+            raise ValueError(f"pool must be a non-negative integer (0 or None: all triplets), not {self.pool!r}")
+        if self.max_length is not None and not (isinstance(self.max_length, int) and self.max_length >= 1):
+            raise ValueError(f"max_length must be a positive integer or None, not {self.max_length!r}")
+
+    @classmethod
+    def from_run(cls, path:str|Path # A run folder written by `prune_run`
+                ) -> RunConfig:
+        "The settings a run folder was made with (from its `gaprune_report.json`): run them again to reproduce it."
+        f = Path(path)/'gaprune_report.json'
+        if not f.is_file(): raise FileNotFoundError(f"{path} is not a gaprune run folder (no gaprune_report.json).")
+        try: return cls(**json.loads(f.read_text())['config'])
+        except (ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"{f} holds no usable run settings ({type(e).__name__}: {e}).") from None

@@ -20,77 +20,14 @@ from .stat_groups import grouped_statistics
 from .dai import importance
 from .sparsegpt import obs_prune
 from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
-from .options import DTYPES, POOLINGS, STAT_FIELDS, ScoreConfig, check_device, check_scope, method, stat_fields
+from .options import DTYPES, POOLINGS, STAT_FIELDS, ScoreConfig, check_device, check_scope, method, stat_fields, RunConfig
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, dataset_sha256
 from .store import atomic_dir, check_output, sha256_json, state_dict_sha256, to_json, write_json, write_text
 
 # %% auto #0
-__all__ = ['CACHE_MARKER', 'ACT_FACTOR', 'RunConfig', 'calibration_sets', 'calibrate', 'save_calibration', 'load_calibration',
-           'stage', 'load_kwargs', 'token_limit', 'statistics', 'score', 'select', 'apply', 'prune_run',
-           'NotEnoughMemory', 'memory_needed', 'memory_total', 'check_memory', 'report_markdown', 'write_report',
-           'save_run']
-
-# %% ../nbs/11_pipeline.ipynb #27ff2e96
-@dataclass
-class RunConfig:
-    "Everything that defines a pruning run (checked when it is made, before anything is loaded)."
-    model: str|None = None      # model folder or hub id; None: the all-MiniLM-L6-v2 fixture
-    domain: str = 'finance'     # target domain (calibration triplets and evaluation suite)
-    method: str = 'gaprune'     # one of `gaprune_nb.options.METHODS`
-    sparsity: float = 0.5       # share of scored (MLP) weights set to zero (implied by an N:M scope)
-    scope: str|None = None      # mask scope: 'global', 'layer', 'matrix', 'row' or 'N:M'; None: the method's default
-    n_calib: int = 256          # k-means-selected triplets per domain (general and target)
-    pool: int|None = 4000       # triplets per domain embedded for k-means (seeded random subset); None: all
-    batch_size: int = 8         # triplets per (paired) statistics batch
-    max_length: int|None = 256  # token limit while computing statistics
-    seed: int = 0
-    data: str|None = None       # data folder; None: $GAPRUNE_DATA
-    pooling: str|None = None    # None: the model folder's (sentence-transformers) pooling, else 'mean'
-    dtype: str|None = None      # weights' dtype: 'float32' (None), 'bfloat16' or 'float16'
-    device: str|None = None     # 'cpu' (None), 'cuda', 'cuda:N' or 'mps'
-    in_batch: bool = True       # statistics: InfoNCE also contrasts with the batch's other documents (the paper's loss)
-    recompute: int = 0          # statistics: > 0 holds the activations of this many texts at a time, not the batch's (slower)
-    stats_groups: int = 1       # statistics: > 1 computes them for this many groups of matrices in turn, kept on disk (`03b`)
-    temperature: float = 0.05   # statistics: InfoNCE temperature (sentence-transformers' default scale 20)
-    balance: bool = True        # calibration pool: equal share from each triplet file (else ~76% SNLI on the general side)
-    update: str|None = None     # 'obs': prune with the OBS weight update of the kept weights (SparseGPT's sweep)
-    score: ScoreConfig = field(default_factory=ScoreConfig)  # DAI / OBD settings
-
-    def __post_init__(self):
-        if self.scope is None: self.scope = method(self.method).scope
-        check_device(self.device)
-        if isinstance(self.score, dict):  # from JSON: lists back to tuples
-            self.score = ScoreConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.score.items()})
-        if self.update not in (None, 'obs'): raise ValueError(f"update must be None or 'obs', not {self.update!r}")
-        if not self.temperature > 0: raise ValueError(f"temperature must be > 0, not {self.temperature!r}")
-        if self.pooling not in (None,) + POOLINGS: raise ValueError(f"pooling must be one of {POOLINGS}, not {self.pooling!r}")
-        if self.dtype not in (None,) + DTYPES: raise ValueError(f"dtype must be one of {DTYPES}, not {self.dtype!r}")
-        if self.domain not in DOMAINS or self.domain == 'general':
-            raise ValueError(f"domain must be one of {[d for d in DOMAINS if d != 'general']}, not {self.domain!r}")
-        nm = check_scope(self.scope, None if ':' in str(self.scope) else self.sparsity)
-        if nm is None and not 0 < self.sparsity < 1: raise ValueError(f"sparsity must be in (0, 1), not {self.sparsity}")
-        if nm: self.sparsity = 1 - nm[0]/nm[1]
-        for k in ('n_calib', 'batch_size'):
-            if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 1):
-                raise ValueError(f"{k} must be a positive integer, not {getattr(self, k)!r}")
-        if not (isinstance(self.recompute, int) and self.recompute >= 0):
-            raise ValueError(f"recompute must be 0 (off) or a positive number of texts, not {self.recompute!r}")
-        if not (isinstance(self.stats_groups, int) and self.stats_groups >= 1):
-            raise ValueError(f"stats_groups must be a positive integer (1: all matrices in one pass), not {self.stats_groups!r}")
-        if self.pool is not None and not (isinstance(self.pool, int) and self.pool >= 0):
-            raise ValueError(f"pool must be a non-negative integer (0 or None: all triplets), not {self.pool!r}")
-        if self.max_length is not None and not (isinstance(self.max_length, int) and self.max_length >= 1):
-            raise ValueError(f"max_length must be a positive integer or None, not {self.max_length!r}")
-
-    @classmethod
-    def from_run(cls, path:str|Path # A run folder written by `prune_run`
-                ) -> RunConfig:
-        "The settings a run folder was made with (from its `gaprune_report.json`): run them again to reproduce it."
-        f = Path(path)/'gaprune_report.json'
-        if not f.is_file(): raise FileNotFoundError(f"{path} is not a gaprune run folder (no gaprune_report.json).")
-        try: return cls(**json.loads(f.read_text())['config'])
-        except (ValueError, KeyError, TypeError) as e:
-            raise ValueError(f"{f} holds no usable run settings ({type(e).__name__}: {e}).") from None
+__all__ = ['CACHE_MARKER', 'ACT_FACTOR', 'calibration_sets', 'calibrate', 'save_calibration', 'load_calibration', 'stage',
+           'load_kwargs', 'token_limit', 'statistics', 'score', 'select', 'apply', 'prune_run', 'NotEnoughMemory',
+           'memory_needed', 'memory_total', 'check_memory', 'report_markdown', 'write_report', 'save_run']
 
 # %% ../nbs/11_pipeline.ipynb #fd0bd672
 def calibration_sets(encoder:Encoder,          # The model whose query embeddings k-means clusters

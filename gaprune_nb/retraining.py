@@ -13,7 +13,7 @@ from torch import nn, Tensor
 from tqdm.auto import tqdm
 
 from .core import Encoder, find_layers, info_nce, mlp_linears, seed_everything
-from .masks import resolve_mask
+from .masks import apply_mask, resolve_mask
 
 # %% auto #0
 __all__ = ['METHODS', 'LORA_MASKS', 'LORA_ROLES', 'RetrainConfig', 'lora_targets', 'merge_lora', 'retrain', 'evaluate_triplets']
@@ -55,11 +55,6 @@ class RetrainConfig:
 def _resolve_mask(encoder:Encoder, mask:dict|None) -> list[tuple[nn.Linear, Tensor]]:
     "(nn.Linear, mask) pairs checked by `gaprune_nb.masks.resolve_mask` (keys on the `Encoder` or its model); [] without a mask."
     return [] if mask is None else resolve_mask(encoder, mask)
-
-@torch.no_grad()
-def _apply_mask(pairs:list[tuple[nn.Linear, Tensor]]):
-    "Zero the pruned weights in place (`masked_fill_`, not `mul_`: an inf weight times 0 would be NaN)."
-    for lin, m in pairs: lin.weight.masked_fill_(~m, 0)
 
 # %% ../nbs/08_retraining.ipynb #6e10d323
 def _batches(docs:list[tuple[str, str]], # (positive, negative) text of each triplet
@@ -140,7 +135,7 @@ def merge_lora(encoder:Encoder,       # A model whose Linears carry LoRA adapter
     if not isinstance(encoder.model, PeftModel):
         raise ValueError(f"encoder.model is a {type(encoder.model).__name__}, not a peft PeftModel: nothing to merge.")
     encoder.model = encoder.model.merge_and_unload()
-    _apply_mask(_resolve_mask(encoder, mask))
+    if mask is not None: apply_mask(encoder, mask)
     return encoder
 
 # %% ../nbs/08_retraining.ipynb #96c08b0d
@@ -184,7 +179,7 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
     if extra is not None and not inplace: raise ValueError("`extra` acts on the encoder it was made for: use inplace=True")
     enc = encoder if inplace else copy.deepcopy(encoder)
     pairs = _resolve_mask(enc, mask)
-    _apply_mask(pairs)                      # pruned weights start at exactly zero
+    apply_mask(enc, pairs)                  # pruned weights start at exactly zero (the pairs are reused every step)
     grads = {p_: p_.requires_grad for p_ in enc.parameters()}
     batches = _batches(list(zip(p, n)), cfg.batch_size, steps, cfg.seed, cfg.no_duplicates)
     seed_everything(cfg.seed)               # LoRA initialisation and dropout
@@ -212,7 +207,7 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
             gn = torch.nn.utils.clip_grad_norm_(params + more, cfg.max_grad_norm or float('inf'))  # inf: measure only
             lr = sched.get_last_lr()[0]
             opt.step(); sched.step()
-            if pm is None: _apply_mask(pairs)
+            if pm is None: apply_mask(enc, pairs)
             bar.set_postfix(loss=f'{loss.item():.4f}')
             if history is not None: history.append(dict(step=step, loss=loss.item(), lr=lr, grad_norm=float(gn),
                                                         **({} if pen is None else dict(penalty=pen.item()))))

@@ -40,7 +40,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     src = model_source(cfg.model or minilm_path()) if encoder is None else None
     seed_everything(cfg.seed)
     with stage(t, 'load model', say):
-        enc = Encoder.from_pretrained(src, pooling=cfg.pooling, dtype=cfg.dtype, device=cfg.device) if encoder is None else encoder
+        enc = Encoder.from_pretrained(src, **load_kwargs(cfg), max_length=cfg.max_length) if encoder is None else encoder
         before = _params(enc)
         trip = domain_triplets(cfg.domain, root=cfg.data).shuffle(seed=cfg.seed)
         n_train = cfg.batch_size * max(cfg.gate_steps, cfg.finetune_steps, 1)

@@ -9,7 +9,6 @@ from torch import nn, Tensor
 
 from .arch import SLIM_CLASS, find_layers, mark_slim, unwrap
 from .core import Encoder
-from .retraining import RetrainConfig, retrain
 
 # %% auto #0
 __all__ = ['mlp_widths', 'NeuronGates', 'gate_scores', 'neuron_scores', 'select_neurons', 'remove_neurons', 'train_gates', 'slim']
@@ -139,6 +138,7 @@ def train_gates(encoder:Encoder,         # The model (gates are attached to it; 
                 history:list|None=None   # Receives one dict per step (loss, penalty, lr, grad_norm)
                ) -> NeuronGates:
     "Self-slimming: train a ReLU gate per MLP neuron on InfoNCE + λ Σ σ(5|z|); returns the (still attached) gates."
+    from gaprune_nb.retraining import RetrainConfig, retrain  # here, not at the top: 08_retraining comes after this notebook
     gates = NeuronGates(encoder, lam=lam)
     cfg = RetrainConfig(method=weights, batch_size=batch_size, seed=seed, progress=show_progress)
     try: retrain(encoder, triplets, steps=steps, config=cfg, inplace=True, history=history, extra=gates, extra_lr=lr)

@@ -30,7 +30,8 @@ def matrix_groups(linears:dict, # {name: nn.Linear} in layer order (`scored_line
 
 # %% ../nbs/03b_stat_groups.ipynb #b8a21119
 def grouped_statistics(encoder:Encoder,          # The embedding model
-                       general, domain,           # General and target-domain triplets (as `gradient_statistics`)
+                       general,                   # General triplets (as `gradient_statistics`)
+                       domain,                    # Target-domain triplets
                        folder:str|Path,           # Each group's statistics and checkpoints; a later call resumes from it
                        groups:int=2,              # Groups of matrices, one pass over the triplets each
                        params:dict|list|None=None, # Scored Linears (default: every MLP matrix)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/02b_stats_io.ipynb #78ddc5e1
 from __future__ import annotations
-import hashlib, json, os, shutil
+import json, os, shutil
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -12,7 +12,8 @@ import torch
 from torch import nn, Tensor
 from safetensors import safe_open
 from safetensors.torch import load_file
-from .store import atomic_dir, recover_dir, save_tensors, sha256_file, tensors_sha256, write_json
+from .store import (atomic_dir, recover_dir, save_tensors, sha256_file, sha256_json, sha256_stream, tensors_sha256,
+                              to_json, write_json)
 
 # %% auto #0
 __all__ = ['TRIPLET_COLUMNS', 'TENSORS_FILE', 'StatsMismatch', 'dataset_sha256', 'dataset_identity', 'config_sha256',
@@ -32,9 +33,7 @@ def dataset_sha256(ds,                          # A `Dataset` (or dict of column
     have = getattr(ds, 'column_names', None) or list(ds.keys())
     if missing := [c for c in columns if c not in have]:
         raise ValueError(f"Expected triplets with columns {list(columns)}; missing {missing} (have {have}).")
-    h = hashlib.sha256()
-    for row in zip(*(ds[c] for c in columns)): h.update((json.dumps(row, ensure_ascii=False) + '\n').encode())
-    return h.hexdigest()
+    return sha256_stream(to_json(row, indent=None) + '\n' for row in zip(*(ds[c] for c in columns)))  # one JSON line per row
 
 def dataset_identity(ds # A `Dataset` of triplets
                     ) -> dict:
@@ -51,7 +50,7 @@ def config_sha256(model:nn.Module # A transformers model or an `Encoder`
     cfg = getattr(base, 'config', None)
     if cfg is None: return None
     d = {k: v for k, v in cfg.to_dict().items() if k not in _VOLATILE}
-    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
+    return sha256_json(d, compact=False)  # the spacing manifests have always recorded
 
 def model_identity(model:nn.Module, # An `Encoder` (or any module the names are valid on)
                    names:list[str]  # Qualified names of the scored `nn.Linear`s
@@ -110,7 +109,8 @@ class StatsCorrupt(ValueError):
     "A statistics or checkpoint folder whose files are damaged, truncated or edited."
 
 def shard_name(tensors_file:str, # The one-file name, e.g. 'stats.safetensors'
-               i:int, n:int      # Shard i (from 1) of n
+               i:int,            # Shard number, from 1
+               n:int             # Number of shards
               ) -> str:
     "The file name of shard `i` of `n`, as Hugging Face names sharded checkpoints: 'stats-00002-of-00004.safetensors'."
     p = Path(tensors_file)
@@ -190,14 +190,17 @@ class LazyTensors(Mapping):
         self.files = sorted(set(where.values()))
 
     @classmethod
-    def open(cls, files:list, device:str='cpu'): # safetensors files, and where their tensors are read to
+    def open(cls, files:list,    # safetensors files
+             device:str='cpu'):  # Where their tensors are read to
         "Every tensor of `files` (only their headers are read now)."
         where = {}
         for f in files:
             with safe_open(str(f), 'pt') as h: where.update({k: Path(f) for k in h.keys()})
         return cls(where, device=device)
 
-    def view(self, prefix:str, keys:list|None=None) -> LazyTensors:
+    def view(self, prefix:str,         # Stored key prefix, e.g. 'sq_gen/'
+             keys:list|None=None      # The keys shown (default: every key under `prefix`)
+            ) -> LazyTensors:
         "The tensors stored under `prefix`, shown without it (e.g. one field of saved statistics)."
         return LazyTensors(self.where, keys, self.prefix + prefix, self.device)
     def __getitem__(self, k):
@@ -208,7 +211,8 @@ class LazyTensors(Mapping):
     def __contains__(self, k): return k in self._index
     def __iter__(self): return iter(self.keys_)
     def __len__(self): return len(self.keys_)
-    def shape(self, k) -> torch.Size:
+    def shape(self, k # A key (as shown, without the prefix)
+             ) -> torch.Size:
         "The shape of tensor `k`, from the file's header (nothing read)."
         with safe_open(str(self.where[self.prefix + k]), 'pt') as h: return torch.Size(h.get_slice(self.prefix + k).get_shape())
     def numel(self) -> int: return sum(self.shape(k).numel() for k in self)

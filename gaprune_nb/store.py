@@ -9,19 +9,30 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['sha256_file', 'to_json', 'sha256_json', 'tensors_sha256', 'state_dict_sha256', 'write_bytes', 'write_text',
-           'write_json', 'canonical_safetensors', 'save_tensors', 'canonicalize_file', 'fsync_tree', 'recover_dir',
-           'replace_dir', 'atomic_dir', 'OutputError', 'check_output']
+__all__ = ['sha256_stream', 'file_chunks', 'sha256_file', 'to_json', 'canonical_json', 'sha256_json', 'tensors_sha256',
+           'state_dict_sha256', 'write_bytes', 'write_text', 'write_json', 'canonical_safetensors', 'save_tensors',
+           'canonicalize_file', 'fsync_tree', 'recover_dir', 'replace_dir', 'atomic_dir', 'atomic_update',
+           'OutputError', 'check_output']
 
 # %% ../nbs/00_store.ipynb #b4e583ac
+def sha256_stream(chunks # Iterable of bytes, or str (hashed as UTF-8), read in order as one byte stream
+                 ) -> str:
+    "The sha256 of the concatenated `chunks`: the one hash behind every digest gaprune_nb records or compares."
+    h = hashlib.sha256()
+    for c in chunks: h.update(c.encode() if isinstance(c, str) else c)
+    return h.hexdigest()
+
+def file_chunks(path:str|Path,   # A file
+                chunk:int=1<<20  # Bytes read at a time
+               ):
+    "The bytes of a file, `chunk` at a time: hash a large file without holding it in memory."
+    with open(path, 'rb') as f: yield from iter(lambda: f.read(chunk), b'')
+
 def sha256_file(path:str|Path, # A file
                 chunk:int=1<<20 # Bytes read at a time
                ) -> str:
     "The sha256 of a file's bytes."
-    h = hashlib.sha256()
-    with open(path, 'rb') as f:
-        while b := f.read(chunk): h.update(b)
-    return h.hexdigest()
+    return sha256_stream(file_chunks(path, chunk))
 
 def to_json(obj, # Any JSON-able value (numpy / torch scalars and paths are converted)
             indent:int|None=1 # Indentation (None: one line, no trailing newline)
@@ -33,20 +44,24 @@ def to_json(obj, # Any JSON-able value (numpy / torch scalars and paths are conv
         raise TypeError(f"{type(o).__name__} is not JSON serialisable")
     return json.dumps(obj, indent=indent, ensure_ascii=False, default=conv) + ('\n' if indent is not None else '')
 
-def sha256_json(obj # Any JSON-able value
+def canonical_json(obj,             # Any JSON-able value (other values are written as their `str`)
+                   compact:bool=True # No spaces after ',' and ':' (False: `json.dumps`'s default separators)
+                  ) -> str:
+    "Key-sorted, ASCII JSON text of `obj`: what `sha256_json` hashes."
+    return json.dumps(obj, sort_keys=True, separators=(',', ':') if compact else None, default=str)
+
+def sha256_json(obj,              # Any JSON-able value
+                compact:bool=True # False: `json.dumps`'s default separators, as model-config hashes have always been recorded
                ) -> str:
-    "The sha256 of a value's canonical (key-sorted, compact) JSON."
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(',', ':'), default=str).encode()).hexdigest()
+    "The sha256 of a value's canonical (key-sorted) JSON."
+    return sha256_stream([canonical_json(obj, compact)])
 
 def tensors_sha256(named:dict # {name: tensor}, hashed in the given order
                   ) -> str:
     "sha256 over named tensors (name, dtype, shape, bytes): identical tensors, identical hash, on any device."
     import torch
-    h = hashlib.sha256()
-    for k, v in named.items():
-        h.update(f'{k}|{v.dtype}|{tuple(v.shape)}'.encode())
-        h.update(v.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
-    return h.hexdigest()
+    return sha256_stream(x for k, v in named.items() for x in
+                         (f'{k}|{v.dtype}|{tuple(v.shape)}', v.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes()))
 
 def state_dict_sha256(model # Any `nn.Module`
                      ) -> str:
@@ -184,10 +199,8 @@ def replace_dir(new:str|Path, # A complete folder (usually a sibling made by `at
     return path
 
 @contextmanager
-def atomic_dir(path:str|Path): # The folder to (re)place
-    "Fill a hidden sibling folder; on success it replaces `path` atomically, on error it is removed."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    recover_dir(path)
+def _aside(path:Path):
+    "A new hidden sibling folder of `path`: flushed to disk when the block succeeds, removed if it raises."
     tmp = path.with_name(f'.{path.name}.tmp-{uuid.uuid4().hex[:8]}')
     tmp.mkdir()
     try:
@@ -195,7 +208,27 @@ def atomic_dir(path:str|Path): # The folder to (re)place
         fsync_tree(tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True); raise
+
+@contextmanager
+def atomic_dir(path:str|Path): # The folder to (re)place
+    "Fill a hidden sibling folder; on success it replaces `path` atomically, on error it is removed."
+    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    recover_dir(path)
+    with _aside(path) as tmp: yield tmp
     replace_dir(tmp, path)
+
+@contextmanager
+def atomic_update(path:str|Path): # The folder written into: new, or an existing one whose other files are kept
+    "Fill a hidden sibling folder; on success a new (or empty) `path` becomes it whole, else each entry replaces its namesake."
+    path = Path(path)
+    if not path.exists() or (path.is_dir() and not any(path.iterdir())):
+        with atomic_dir(path) as tmp: yield tmp
+        return
+    with _aside(path) as tmp: yield tmp
+    for f in tmp.iterdir():  # each file or folder is swapped in once complete
+        if f.is_dir(): replace_dir(f, path/f.name)
+        else: f.replace(path/f.name)
+    tmp.rmdir(); _fsync_dir(path)
 
 # %% ../nbs/00_store.ipynb #dca14085
 class OutputError(ValueError):

@@ -188,9 +188,12 @@ def test_bad_arguments_fail_before_any_work(tmp_path, cmd, flag, value, msg):
 
 def test_bad_arguments_import_no_torch():
     "Argument parsing (and --help) needs neither torch nor transformers: it answers at once."
-    code = ("import sys; from gaprune_nb.cli import build_parser\n"
-            "for a in (['prune', '--out', 'x'], ['run', '--out', 'x', '--limit', 'tiny'], ['eval'], ['demo']):\n"
+    code = ("import argparse, sys; from gaprune_nb.cli import build_parser\n"
+            "for a in (['prune', '--out', 'x'], ['run', '--out', 'x', '--limit', 'tiny'], ['eval', '--max-length', '64'], ['demo'],\n"
+            "          ['slim', '--out', 'x', '--max-length', '64']):\n"
             "    build_parser().parse_args(a)\n"
+            "for p in next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices.values():\n"
+            "    p.format_help()  # every subcommand's --help (RunConfig's flags are read from its source, not imported)\n"
             "print(sorted(m for m in ('torch', 'transformers', 'datasets', 'pandas') if m in sys.modules))")
     r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=ENV)
     assert r.returncode == 0 and r.stdout.strip() == '[]', r.stdout + r.stderr

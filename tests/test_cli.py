@@ -1,11 +1,13 @@
 "The `gaprune` console script, run as users run it: a subprocess with arguments."
-import json, os, subprocess, sys
+import argparse, json, os, subprocess, sys
+from dataclasses import fields
 import numpy as np, pytest, torch
 from sentence_transformers import SentenceTransformer
 from transformers import AutoModel
 
-from gaprune_nb.cli import build_parser
+from gaprune_nb.cli import _config, _default_model, _from_args, build_parser, main
 from gaprune_nb.core import Encoder, mlp_linears
+from gaprune_nb.options import ScoreConfig, SlimConfig
 from gaprune_nb.pipeline import RunConfig, prune_run
 
 ENV = {**os.environ, 'OMP_NUM_THREADS': '1', 'HF_HUB_OFFLINE': '1'}
@@ -23,6 +25,65 @@ def test_bad_arguments_exit_with_usage():
     with pytest.raises(SystemExit): build_parser().parse_args([])
     r = gaprune('demo', '--domain', 'law')
     assert r.returncode == 2 and 'invalid choice' in r.stderr
+
+
+def flags(cmd) -> dict:
+    "{field name: argparse action} of the subcommand `cmd`."
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices[cmd]
+    return {a.dest: a for a in sub._actions}
+
+
+@pytest.mark.parametrize('cmd,cls', [('prune', RunConfig), ('prune', ScoreConfig), ('run', RunConfig), ('run', ScoreConfig),
+                                     ('slim', SlimConfig)])
+def test_every_config_field_is_a_flag_with_the_fields_default(cmd, cls):
+    "A field without a flag, or a flag whose default is not the field's, fails here (`RunConfig.score` is ScoreConfig's flags)."
+    have = flags(cmd)
+    for f in fields(cls):
+        if f.name == 'score': continue
+        assert f.name in have, f"{cls.__name__}.{f.name} has no flag in gaprune {cmd}"
+        assert have[f.name].default == f.default, (cmd, f.name, have[f.name].default, f.default)
+        assert have[f.name].help and '(default ' in have[f.name].help, (cmd, f.name)  # documented, with its default
+
+
+def test_no_options_give_the_default_config_and_flags_reach_it():
+    """`prune` / `run` with only --out make `RunConfig()`, `slim` `SlimConfig()`: the CLI sets no field itself. Flags reach
+    their fields; `--pool 0` and `none` mean None (all triplets), as RunConfig reads them."""
+    parse = build_parser().parse_args
+    for cmd in ('prune', 'run'): assert _config(parse([cmd, '--out', 'x'])) == RunConfig()
+    assert _from_args(SlimConfig, parse(['slim', '--out', 'x'])) == SlimConfig()
+    cfg = _config(parse(['prune', '--out', 'x', '--pool', '0', '--max-length', 'none', '--no-balance', '--temperature', '0.1',
+                         '--update', 'obs', '--pooling', 'last', '--seed', '3', '--beta', '0', '--clamp', '0.8,1.2']))
+    assert (cfg.pool, cfg.max_length, cfg.balance, cfg.temperature, cfg.update, cfg.pooling, cfg.seed) == (None, None, False, 0.1, 'obs', 'last', 3)
+    assert cfg.score == ScoreConfig(beta=0.0, clamp=(0.8, 1.2))
+    assert _config(parse(['prune', '--out', 'x', '--pool', 'none'])).pool is None
+    assert _from_args(SlimConfig, parse(['slim', '--out', 'x', '--max-length', '64'])).max_length == 64
+    for bad in (['--temperature', '0'], ['--pool', '-1'], ['--max-length', '0'], ['--pooling', 'max']):
+        with pytest.raises(SystemExit): parse(['prune', '--out', 'x', *bad])
+
+
+def test_eval_batch_size_and_max_length_reach_the_model_and_the_evaluation(monkeypatch, capsys):
+    "`gaprune eval --batch-size 4 --max-length 64`: the model is loaded with a 64-token limit and evaluated 4 texts at a time."
+    import gaprune_nb.evaluation as ev
+    seen = []
+    def fake(enc, suite, batch_size=-1, **kw):
+        seen.append((enc.max_length, batch_size))
+        return ev.Report('m', 'r', {'T': 0.5}, {'T': 'Retrieval'})
+    monkeypatch.setattr(ev, 'evaluate', fake)
+    main(['eval', '--batch-size', '4', '--max-length', '64'])
+    main(['eval'])
+    default_limit = Encoder.from_pretrained(_default_model()).max_length
+    assert seen == [(64, 4), (default_limit, -1)]  # unset: the folder's limit, `evaluate`'s own batch size
+
+
+def test_slim_max_length_sets_the_dense_and_the_slimmed_model(monkeypatch, tmp_path, capsys):
+    "`gaprune slim --max-length 64`: both the slimmed model (saved with it) and the dense one it is compared with."
+    import gaprune_nb.cli as cli
+    seen = {}
+    monkeypatch.setattr(cli, 'compare', lambda dense, model, *a, **kw: seen.update(dense=dense.max_length, slimmed=model.max_length) or {})
+    main(['slim', '--scorer', 'magnitude', '--keep', '0.9', '--finetune', 'none', '--n-calib', '4', '--max-length', '64',
+          '--out', str(tmp_path / 'slim')])
+    assert seen == dict(dense=64, slimmed=64)
+    assert Encoder.from_pretrained(tmp_path / 'slim').max_length == 64 and SlimConfig.from_run(tmp_path / 'slim').max_length == 64
 
 
 def test_missing_data_folder_is_a_clear_error_and_nothing_is_written(tmp_path):

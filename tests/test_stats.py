@@ -142,3 +142,15 @@ def test_atomic_replace_keeps_old_on_failure(tmp_path):
     write_atomic(tmp_path/'d', {'a': torch.zeros(2)}, {'v': 3})
     t, m = read_dir(tmp_path/'d')
     assert m == {'v': 3} and torch.equal(t['a'], torch.zeros(2)) and sorted(os.listdir(tmp_path)) == ['d']
+
+
+def test_identity_digests_hash_the_bytes_manifests_have_always_recorded():
+    "Saved manifests compare these digests: a refactor that changed the hashed bytes would refuse every saved statistic."
+    import hashlib
+    from types import SimpleNamespace
+    from gaprune_nb.stats_io import config_sha256, dataset_sha256
+    ds = Dataset.from_dict(dict(query=['é?', 'b'], positive=['c', 'd'], negative=['e', 'f']))
+    lines = '["é?", "c", "e"]\n["b", "d", "f"]\n'  # one JSON line per row, non-ASCII kept, ', ' separators
+    assert dataset_sha256(ds) == hashlib.sha256(lines.encode()).hexdigest()
+    cfg = SimpleNamespace(to_dict=lambda: {'b': 1, 'a': [1, 2], '_name_or_path': 'x', 'transformers_version': 'y'})
+    assert config_sha256(SimpleNamespace(config=cfg)) == hashlib.sha256(b'{"a": [1, 2], "b": 1}').hexdigest()

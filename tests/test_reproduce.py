@@ -1,0 +1,29 @@
+"A run folder's saved settings alone reproduce it bit for bit: mask and weights, for each kind of method (issue 10)."
+import pytest, torch
+from safetensors.torch import load_file
+from gaprune_nb.masks import load_mask
+from gaprune_nb.options import ScoreConfig
+from gaprune_nb.pipeline import RunConfig, prune_run
+
+CASES = {  # one method per kind of input: gradient statistics (two estimators, non-default score settings), activations + OBS update
+    'obd-kfac': dict(method='obd-kfac', score=ScoreConfig(lam=0.5)),
+    'gaprune-paper': dict(method='gaprune-paper', score=ScoreConfig(beta=0.5, normalize='rms')),
+    'wanda-row+obs': dict(method='wanda', scope='row', update='obs'),
+}
+
+
+@pytest.mark.parametrize('case', list(CASES))
+def test_saved_config_reproduces_the_run(tmp_path, case):
+    "Prune into a folder; `RunConfig.from_run` on it alone, run again in memory, gives the same config, the same mask and the same weights."
+    cfg = RunConfig(**CASES[case], sparsity=0.4, n_calib=8, pool=200, batch_size=4, max_length=64, seed=3)
+    out = tmp_path/'run'
+    prune_run(cfg, out=out, show_progress=False)
+    again = RunConfig.from_run(out)
+    assert again == cfg
+    enc, mask, _ = prune_run(again, show_progress=False)
+    saved = load_mask(out/'mask.safetensors')
+    assert mask.keys() == saved.keys() and all(torch.equal(mask[k], saved[k]) for k in mask)
+    weights = {k: v for f in out.glob('*.safetensors') if f.name != 'mask.safetensors' for k, v in load_file(f).items()}
+    mine = {k: v for k, v in enc.model.state_dict().items() if k in weights}
+    assert len(mine) == len(weights) > 0 and all(torch.equal(mine[k], weights[k]) for k in mine)
+    assert sum(int((~m).sum()) for m in mask.values()) > 0  # something was pruned
