@@ -7,10 +7,12 @@ from __future__ import annotations
 import json, re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 # %% auto #0
-__all__ = ['REGISTRY', 'METHODS', 'SCOPES', 'POOLINGS', 'DTYPES', 'NORMALIZATIONS', 'ALIGNMENTS', 'STAT_FIELDS', 'DOMAINS',
-           'Method', 'method', 'check_scope', 'check_device', 'ScoreConfig', 'stat_fields', 'SlimConfig', 'RunConfig']
+__all__ = ['STAT_FIELDS', 'REGISTRY', 'METHODS', 'SCOPES', 'POOLINGS', 'DTYPES', 'NORMALIZATIONS', 'ALIGNMENTS', 'DOMAINS',
+           'IN_MEMORY', 'Method', 'method', 'check_scope', 'check_device', 'ScoreConfig', 'stat_fields', 'SlimConfig',
+           'RunConfig']
 
 # %% ../nbs/00a_options.ipynb #7643a09f
 @dataclass(frozen=True)
@@ -25,28 +27,43 @@ class Method:
     scope: str = 'global'           # default mask scope (`RunConfig.scope=None` takes it)
     per_matrix: bool = False        # its scorer makes each matrix's scores when read (`importance(lazy=True)` keeps it so)
     held: int = 0                   # fp32 values per scored weight its scorer keeps for the whole model meanwhile
+    reads: Callable|None = None     # with `stats`: `ScoreConfig` -> the `GradientStats` fields its scorer reads (`stat_fields`)
+    scopes: tuple|None = None       # the only scopes it can honour ('N:M': any N:M); None: every scope
+
+STAT_FIELDS = ('fisher_gen', 'fisher_dom', 'grad_gen', 'grad_dom', 'cross', 'sq_gen', 'sq_dom')  # of `fisher.GradientStats`
+_PAIRED = STAT_FIELDS[4:]  # the paired-batch products (cosine alignment, the official Fisher)
+
+def _dai_reads(c): # the DAI: its Fisher estimator (both sides when beta > 0, see `dai._fisher`) and its alignment's
+    fisher = ('fisher_dom', 'fisher_gen') if c.fisher == 'per_sample' else ('sq_dom', 'sq_gen')
+    return fisher[:1 + bool(c.beta)] + ((_PAIRED if c.alignment == 'cosine' else ('grad_gen', 'grad_dom')) if c.alpha else ())
+
+def _obd_reads(c, both=False): # the OBD family: the domain Fisher, the general one when it counts, first-order and alignment terms
+    return (('fisher_dom',) + (('fisher_gen',) if both or c.lam > 0 else ()) + (('grad_dom', 'grad_gen') if c.first_order else ())
+            + (_PAIRED if c.align else ()))
 
 _SAL = 'gaprune_nb.saliency'
 REGISTRY = {m.name: m for m in [
     Method('random', False, False, 'uniformly random scores (a floor)', per_matrix=True),
     Method('magnitude', False, False, '|W|', per_matrix=True),
-    Method('fisher-gen', True, True, 'general-domain diagonal Fisher', per_matrix=True),
-    Method('fisher-dom', True, True, 'target-domain diagonal Fisher', per_matrix=True),
+    Method('fisher-gen', True, True, 'general-domain diagonal Fisher', per_matrix=True, reads=lambda c: ('fisher_gen',)),
+    Method('fisher-dom', True, True, 'target-domain diagonal Fisher', per_matrix=True, reads=lambda c: ('fisher_dom',)),
     Method('wanda', False, True, "|W| x input activation norm on domain triplets (Wanda)", per_matrix=True),
     Method('gaprune', False, True, "the default, chosen by measurement in 13_exp_oneshot: |W| x input activation norm "
            "on domain triplets per output row (Wanda's scope); it beat every gradient-based saliency there", scope='row', per_matrix=True),
     Method('gaprune-paper', True, True, "DAI as the paper writes it: [(F_dom - beta F_gen)|θ| + gamma sqrt|θ|](1 + alpha s_g)",
-           per_matrix=True),
-    Method('gaprune-official', True, True, "DAI with the public GAPrune code's settings", per_matrix=True),
+           per_matrix=True, reads=_dai_reads),
+    Method('gaprune-official', True, True, "DAI with the public GAPrune code's settings", per_matrix=True,
+           reads=lambda c: _dai_reads(ScoreConfig.official())),  # its settings whatever `score` says
     Method('obd', True, True, "loss-increase saliency ½θ²(F_dom + lam F_gen), each Fisher trace-normalised", module=_SAL,
-           per_matrix=True),
+           per_matrix=True, reads=_obd_reads),
     Method('obd-kfac', True, True, "OBD with each Fisher denoised to row-sum × column-sum (K-FAC's diagonal)", module=_SAL,
-           per_matrix=True),
+           per_matrix=True, reads=_obd_reads),
     Method('balanced', True, True, "keep a weight if domain OBD or general OBD ranks it high", module=_SAL,
-           per_matrix=True, held=2),  # every domain and every general score, sorted, for the global ranks
+           per_matrix=True, held=2, reads=lambda c: _obd_reads(c, both=True)),  # held: every score, sorted, for the global ranks
     Method('ria', False, True, "relative importance × activation^½ on domain triplets (RIA)", module=_SAL, per_matrix=True),
-    Method('sparsegpt', False, True, "SparseGPT: OBS mask and weight update from the domain triplets' input Hessians",
-           update=True, module='gaprune_nb.sparsegpt'),
+    Method('sparsegpt', False, True, "SparseGPT: OBS mask and weight update from the domain triplets' input Hessians (each "
+           "128-column block of a matrix pruned to the sparsity, or N:M)", update=True, module='gaprune_nb.sparsegpt',
+           scope='matrix', scopes=('matrix', 'N:M')),
 ]}
 METHODS = tuple(REGISTRY)
 
@@ -128,26 +145,12 @@ class ScoreConfig:
         return {k: getattr(self, k) for k in ('alpha', 'beta', 'gamma', 'normalize', 'fisher_scale', 'modulate', 'clamp', 'softplus', 'eps')}
 
 # %% ../nbs/00a_options.ipynb #8cdeebd3
-STAT_FIELDS = ('fisher_gen', 'fisher_dom', 'grad_gen', 'grad_dom', 'cross', 'sq_gen', 'sq_dom')  # of `fisher.GradientStats`
-_PAIRED = STAT_FIELDS[4:]  # the paired-batch products (cosine alignment, the official Fisher)
-
 def stat_fields(name:str,                     # A method of `REGISTRY`
                 score:ScoreConfig|None=None   # Its scoring settings (default `ScoreConfig()`)
                ) -> tuple:
-    "The `GradientStats` fields method `name` reads with `score` (empty for methods without gradient statistics)."
-    m, c = method(name), score or ScoreConfig()
-    if not m.stats: return ()
-    if name in ('fisher-gen', 'fisher-dom'): return (name.replace('-', '_'),)
-    align = {'cosine': _PAIRED, 'official': ('grad_gen', 'grad_dom'), 'sign': ('grad_gen', 'grad_dom')}
-    if name.startswith('gaprune'):  # the DAI: its Fisher estimator (both sides when beta > 0) and its alignment
-        if name == 'gaprune-official': c = ScoreConfig.official()
-        fisher = ('fisher_dom', 'fisher_gen') if c.fisher == 'per_sample' else ('sq_dom', 'sq_gen')  # see `dai._fisher`
-        return _ordered(fisher[:1 + bool(c.beta)] + (align[c.alignment] if c.alpha else ()))
-    both = name == 'balanced' or c.lam > 0  # the OBD family: the domain Fisher, the general one when it counts
-    return _ordered(('fisher_dom',) + (('fisher_gen',) if both else ()) + (('grad_dom', 'grad_gen') if c.first_order else ())
-                    + (_PAIRED if c.align else ()))
-
-def _ordered(fields): return tuple(f for f in STAT_FIELDS if f in fields)
+    "The `GradientStats` fields method `name` reads with `score` (its `Method.reads`; empty for methods without gradient statistics)."
+    m = method(name)
+    return tuple(f for f in STAT_FIELDS if f in m.reads(score or ScoreConfig())) if m.stats else ()
 
 # %% ../nbs/00a_options.ipynb #417351d3
 DOMAINS = ("general", "finance", "chemistry")          # the domains of the benchmark data, in display order
@@ -207,10 +210,12 @@ class SlimConfig:
         return cls(**json.loads(f.read_text())['config'])
 
 # %% ../nbs/00a_options.ipynb #27ff2e96
+IN_MEMORY = '<built in memory>'  # a run's recorded model when `prune_run` pruned an `Encoder` loaded from no folder or hub id
+
 @dataclass
 class RunConfig:
     "Everything that defines a pruning run (checked when it is made, before anything is loaded)."
-    model: str|None = None      # model folder or hub id; None: the all-MiniLM-L6-v2 fixture
+    model: str|None = None      # model folder or hub id; None: the all-MiniLM-L6-v2 fixture (`IN_MEMORY`, in a saved run: refused)
     domain: str = 'finance'     # target domain (calibration triplets and evaluation suite)
     method: str = 'gaprune'     # one of `gaprune_nb.options.METHODS`
     sparsity: float = 0.5       # share of scored (MLP) weights set to zero (implied by an N:M scope)
@@ -233,7 +238,10 @@ class RunConfig:
     score: ScoreConfig = field(default_factory=ScoreConfig)  # DAI / OBD settings
 
     def __post_init__(self):
-        if self.scope is None: self.scope = method(self.method).scope
+        m = method(self.method)
+        if self.model == IN_MEMORY: raise ValueError("the run pruned a model built in memory, which no folder or hub id loads "
+                                                     "again: set model to a folder with the same weights (core.write_model_files).")
+        if self.scope is None: self.scope = m.scope
         check_device(self.device)
         if isinstance(self.score, dict):  # from JSON: lists back to tuples
             self.score = ScoreConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.score.items()})
@@ -246,6 +254,8 @@ class RunConfig:
         nm = check_scope(self.scope, None if ':' in str(self.scope) else self.sparsity)
         if nm is None and not 0 < self.sparsity < 1: raise ValueError(f"sparsity must be in (0, 1), not {self.sparsity}")
         if nm: self.sparsity = 1 - nm[0]/nm[1]
+        if m.scopes and ('N:M' if nm else self.scope) not in m.scopes:
+            raise ValueError(f"method {self.method!r} can only prune with scope {' or '.join(m.scopes)} (e.g. 2:4), not {self.scope!r}.")
         for k in ('n_calib', 'batch_size'):
             if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 1):
                 raise ValueError(f"{k} must be a positive integer, not {getattr(self, k)!r}")

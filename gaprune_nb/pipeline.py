@@ -20,14 +20,15 @@ from .stat_groups import grouped_statistics
 from .dai import importance
 from .sparsegpt import obs_prune
 from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
-from .options import DTYPES, POOLINGS, STAT_FIELDS, ScoreConfig, check_device, check_scope, method, stat_fields, RunConfig
+from .options import DTYPES, IN_MEMORY, POOLINGS, STAT_FIELDS, ScoreConfig, check_device, check_scope, method, stat_fields, RunConfig
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, dataset_sha256
 from .store import atomic_dir, check_output, sha256_json, state_dict_sha256, to_json, write_json, write_text
 
 # %% auto #0
 __all__ = ['CACHE_MARKER', 'ACT_FACTOR', 'calibration_sets', 'calibrate', 'save_calibration', 'load_calibration', 'stage',
-           'load_kwargs', 'token_limit', 'statistics', 'score', 'select', 'apply', 'prune_run', 'NotEnoughMemory',
-           'memory_needed', 'memory_total', 'check_memory', 'report_markdown', 'write_report', 'save_run']
+           'load_kwargs', 'recorded_model', 'token_limit', 'statistics', 'score', 'select', 'apply', 'prune_run',
+           'NotEnoughMemory', 'memory_needed', 'memory_total', 'check_memory', 'report_markdown', 'write_report',
+           'save_run']
 
 # %% ../nbs/11_pipeline.ipynb #fd0bd672
 def calibration_sets(encoder:Encoder,          # The model whose query embeddings k-means clusters
@@ -96,12 +97,12 @@ def stage(timings:dict,       # Where the stage's wall time is recorded, under i
         timings[stage] = round(time.perf_counter() - t, 2)
         if verbose: print(f"   {stage}: {timings[stage]:.1f}s", file=sys.stderr, flush=True)
 
-def _report(cfg:RunConfig, enc:Encoder, mask:dict, calib:dict, timings:dict, magnitude_diff:float, resumed:dict) -> dict:
+def _report(cfg:RunConfig, model:str|None, enc:Encoder, mask:dict, calib:dict, timings:dict, magnitude_diff:float, resumed:dict) -> dict:
     lin = mlp_linears(enc)
     zeros = sum(int((m.weight == 0).sum()) for m in lin.values())
     total = sum(m.weight.numel() for m in lin.values())
     layers = sparsity_report(mask, by='layer')
-    return dict(gaprune_nb=__version__, config=asdict(cfg), encoder=enc.settings,
+    return dict(gaprune_nb=__version__, config=dict(asdict(cfg), model=model), encoder=enc.settings,
                 calibration={k: dict(n=len(v), sha256=dataset_sha256(v)) for k, v in calib.items()},
                 scored_weights=total, zero_weights=zeros, sparsity=zeros/total,
                 differs_from_magnitude=magnitude_diff, per_layer=layers.to_dict('records'), resumed=resumed,
@@ -112,6 +113,20 @@ def load_kwargs(cfg:RunConfig # A run's settings
                ) -> dict:
     "The `Encoder.from_pretrained` arguments a run's settings fix (pooling, dtype, device)."
     return dict(pooling=cfg.pooling, dtype=cfg.dtype, device=cfg.device)
+
+def recorded_model(model:str|None, # `cfg.model`: the folder or hub id the run says it prunes
+                   enc:Encoder       # The loaded model passed to `prune_run`
+                  ) -> str|None:
+    "The model a run on `enc` records: its folder or hub id (None: the MiniLM fixture) or `IN_MEMORY`; a `ValueError` if `model` names another."
+    from gaprune_nb.fixtures import minilm_path
+    src = enc.model.config.name_or_path  # what transformers loaded it from ('' for a model made from a config)
+    norm = lambda s: str(Path(s).expanduser().resolve()) if s and Path(s).expanduser().is_dir() else s
+    if model and norm(model) != norm(src):
+        raise ValueError(f"model={model!r}, but the encoder passed was {f'loaded from {src}' if src else 'built in memory'}: "
+                         f"leave model unset (the run records the encoder's source) or load the encoder from {model}.")
+    if model or not src: return model or IN_MEMORY
+    try: return None if norm(src) == norm(minilm_path()) else norm(src)
+    except FileNotFoundError: return norm(src)  # no fixture installed: not the fixture
 
 CACHE_MARKER = 'gaprune_cache.json'
 
@@ -215,7 +230,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
               overwrite:bool=False,               # Replace a previous run in `out` (only a folder with a gaprune report)
               cache:str|Path|None=None,           # Calibration triplets, statistics checkpoints and finished statistics, kept for later runs (default: checkpoints in `<out>.partial`, removed)
               checkpoint_every:int=20,            # Statistics steps between checkpoints
-              encoder:Encoder|None=None,          # An already loaded model to prune in place (else `cfg.model` is loaded)
+              encoder:Encoder|None=None,          # An already loaded model to prune in place (else `cfg.model` is loaded); its source is recorded (`recorded_model`)
              ) -> tuple[Encoder, dict, dict]:
     "The stages in a row: calibrate, statistics, score, select, apply, save. Returns (pruned encoder, mask, report)."
     from gaprune_nb.fixtures import minilm_path
@@ -224,6 +239,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     needs_calib = m.calib or cfg.update is not None   # the OBS update's Hessians come from the domain triplets
     root = data_root(cfg.data) if needs_calib else None
     src = model_source(cfg.model or minilm_path()) if encoder is None else None
+    model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)
     stats_path = stats if isinstance(stats, (str, Path)) else None
     if stats_path is not None:
         if not m.stats: raise ValueError(f"--stats: method {cfg.method!r} uses no gradient statistics.")
@@ -256,7 +272,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     with stage(timings, 'prune' + (' with OBS update' if m.update or cfg.update else ''), say):
         mask = apply(enc, mask, cfg, calib)
     diff = mask_difference(mask, mag)
-    report = _report(cfg, enc, mask, calib, timings, diff, resumed)
+    report = _report(cfg, model, enc, mask, calib, timings, diff, resumed)
     if out is not None and rank_world()[0] == 0:  # one process writes
         with stage(timings, 'save', say): save_run(out, enc, mask, report, stats, calib)
         if work is not None and cache is None: shutil.rmtree(work, ignore_errors=True)

@@ -56,6 +56,9 @@ def test_no_options_give_the_default_config_and_flags_reach_it():
     assert (cfg.pool, cfg.max_length, cfg.balance, cfg.temperature, cfg.update, cfg.pooling, cfg.seed) == (None, None, False, 0.1, 'obs', 'last', 3)
     assert cfg.score == ScoreConfig(beta=0.0, clamp=(0.8, 1.2))
     assert _config(parse(['prune', '--out', 'x', '--pool', 'none'])).pool is None
+    for cmd in ('prune', 'run'):  # the load settings too: device and dtype reach RunConfig (and so `load_kwargs`)
+        c = _config(parse([cmd, '--out', 'x', '--device', 'cpu', '--dtype', 'float32']))
+        assert (c.device, c.dtype) == ('cpu', 'float32')
     assert _from_args(SlimConfig, parse(['slim', '--out', 'x', '--max-length', '64'])).max_length == 64
     for bad in (['--temperature', '0'], ['--pool', '-1'], ['--max-length', '0'], ['--pooling', 'max']):
         with pytest.raises(SystemExit): parse(['prune', '--out', 'x', *bad])

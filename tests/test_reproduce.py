@@ -1,6 +1,9 @@
 "A run folder's saved settings alone reproduce it bit for bit: mask and weights, for each kind of method (issue 10)."
+from dataclasses import replace
 import pytest, torch
 from safetensors.torch import load_file
+from gaprune_nb.core import Encoder, write_model_files
+from gaprune_nb.fixtures import minilm_path, tiny_model
 from gaprune_nb.masks import load_mask
 from gaprune_nb.options import ScoreConfig
 from gaprune_nb.pipeline import RunConfig, prune_run
@@ -27,3 +30,21 @@ def test_saved_config_reproduces_the_run(tmp_path, case):
     mine = {k: v for k, v in enc.model.state_dict().items() if k in weights}
     assert len(mine) == len(weights) > 0 and all(torch.equal(mine[k], weights[k]) for k in mine)
     assert sum(int((~m).sum()) for m in mask.values()) > 0  # something was pruned
+
+
+def test_a_passed_encoder_is_recorded_and_reproduced(tmp_path):
+    """prune_run(encoder=...) records the folder the encoder came from: `from_run` reloads that model (not the MiniLM default)
+    and gives the same mask; another `model`, or an encoder built in memory, is refused with a message."""
+    folder = tmp_path/'tiny'
+    folder.mkdir()
+    write_model_files(Encoder(*tiny_model('bert', seed=2)), folder)
+    cfg = RunConfig(method='gaprune', sparsity=0.4, n_calib=8, pool=100, batch_size=4, max_length=32, seed=1)
+    _, mask, rep = prune_run(cfg, out=tmp_path/'run', encoder=Encoder.from_pretrained(folder), show_progress=False)
+    again = RunConfig.from_run(tmp_path/'run')
+    assert rep['config']['model'] == again.model == str(folder.resolve()) and again == replace(cfg, model=again.model)
+    _, mask2, _ = prune_run(again, show_progress=False)
+    assert mask.keys() == mask2.keys() and all(torch.equal(mask[k], mask2[k]) for k in mask)
+    with pytest.raises(ValueError, match='but the encoder passed was loaded from'):
+        prune_run(RunConfig(model=str(minilm_path())), encoder=Encoder.from_pretrained(folder), show_progress=False)
+    prune_run(cfg, out=tmp_path/'mem', encoder=Encoder(*tiny_model('bert', seed=2)), show_progress=False)
+    with pytest.raises(ValueError, match='built in memory'): RunConfig.from_run(tmp_path/'mem')

@@ -13,7 +13,7 @@ from gaprune_nb.dai import SCORERS, activation_norms, importance
 from gaprune_nb.fisher import gradient_statistics
 from gaprune_nb.fixtures import tiny_model
 from gaprune_nb.masks import make_mask
-from gaprune_nb.options import METHODS, REGISTRY, ScoreConfig, method
+from gaprune_nb.options import METHODS, REGISTRY, ScoreConfig, method, stat_fields
 from gaprune_nb.pipeline import RunConfig, apply, score, select
 
 T = ["what is a bond", "define the equity risk premium of a small company", "how are dividends taxed", "ebitda",
@@ -34,7 +34,7 @@ def setup():
     return enc, _stats(enc, True)
 
 
-def _mask(enc, stats, name, scope='global'):
+def _mask(enc, stats, name, scope=None):  # None: the method's own scope
     cfg = RunConfig(method=name, scope=scope, sparsity=0.5, seed=3)
     e = copy.deepcopy(enc)
     m = None if method(name).update else select(score(e, cfg, stats, {'finance': DOM}), cfg)
@@ -80,6 +80,55 @@ def test_sparsegpt_2_4(setup):
     enc, stats = setup
     m, _ = _mask(enc, stats, 'sparsegpt', scope='2:4')
     for k, v in m.items(): assert (v.view(v.shape[0], -1, 4).sum(-1) == 2).all(), k
+
+
+OLD_SCORES = [dict(), dict(beta=0), dict(alpha=0), dict(alpha=0, beta=0), dict(fisher='batch_squared'), dict(alignment='official'), dict(alignment='sign', fisher='batch_squared', beta=0), dict(lam=0), dict(first_order=True), dict(align=0.5), dict(lam=0, align=0.5, first_order=True)]
+OLD_STAT_FIELDS = {  # method: the fields it read with each of OLD_SCORES, recorded from the name-based if-chain it replaced
+    'random': ('',) * 11,
+    'magnitude': ('',) * 11,
+    'fisher-gen': ('fisher_gen',) * 11,
+    'fisher-dom': ('fisher_dom',) * 11,
+    'wanda': ('',) * 11,
+    'gaprune': ('',) * 11,
+    'gaprune-paper': ('fisher_gen fisher_dom cross sq_gen sq_dom', 'fisher_dom cross sq_gen sq_dom',
+        'fisher_gen fisher_dom', 'fisher_dom', 'cross sq_gen sq_dom', 'fisher_gen fisher_dom grad_gen grad_dom',
+        'grad_gen grad_dom sq_dom', 'fisher_gen fisher_dom cross sq_gen sq_dom',
+        'fisher_gen fisher_dom cross sq_gen sq_dom', 'fisher_gen fisher_dom cross sq_gen sq_dom',
+        'fisher_gen fisher_dom cross sq_gen sq_dom'),
+    'gaprune-official': ('grad_gen grad_dom sq_gen sq_dom',) * 11,
+    'obd': ('fisher_gen fisher_dom', 'fisher_gen fisher_dom', 'fisher_gen fisher_dom', 'fisher_gen fisher_dom',
+        'fisher_gen fisher_dom', 'fisher_gen fisher_dom', 'fisher_gen fisher_dom', 'fisher_dom',
+        'fisher_gen fisher_dom grad_gen grad_dom', 'fisher_gen fisher_dom cross sq_gen sq_dom',
+        'fisher_dom grad_gen grad_dom cross sq_gen sq_dom'),
+    'obd-kfac': ('fisher_gen fisher_dom', 'fisher_gen fisher_dom', 'fisher_gen fisher_dom', 'fisher_gen fisher_dom',
+        'fisher_gen fisher_dom', 'fisher_gen fisher_dom', 'fisher_gen fisher_dom', 'fisher_dom',
+        'fisher_gen fisher_dom grad_gen grad_dom', 'fisher_gen fisher_dom cross sq_gen sq_dom',
+        'fisher_dom grad_gen grad_dom cross sq_gen sq_dom'),
+    'balanced': ('fisher_gen fisher_dom', 'fisher_gen fisher_dom', 'fisher_gen fisher_dom', 'fisher_gen fisher_dom',
+        'fisher_gen fisher_dom', 'fisher_gen fisher_dom', 'fisher_gen fisher_dom', 'fisher_gen fisher_dom',
+        'fisher_gen fisher_dom grad_gen grad_dom', 'fisher_gen fisher_dom cross sq_gen sq_dom',
+        'fisher_gen fisher_dom grad_gen grad_dom cross sq_gen sq_dom'),
+    'ria': ('',) * 11,
+    'sparsegpt': ('',) * 11,
+}
+
+
+def test_stat_fields_come_from_the_registry_unchanged():
+    "Each method's entry says what it reads (`Method.reads`, only with `stats`); `stat_fields` gives what the if-chain gave."
+    assert set(OLD_STAT_FIELDS) == set(REGISTRY)
+    for name, m in REGISTRY.items():
+        assert (m.reads is not None) == m.stats, name
+        assert [' '.join(stat_fields(name, ScoreConfig(**kw))) for kw in OLD_SCORES] == list(OLD_STAT_FIELDS[name]), name
+
+
+def test_sparsegpt_refuses_scopes_it_cannot_honour():
+    "SparseGPT picks each matrix's mask itself (or N:M): another scope is refused, not recorded and ignored; OBS after a scorer keeps its scope."
+    for scope in ('global', 'layer', 'row'):
+        with pytest.raises(ValueError, match=f"method 'sparsegpt' can only prune with scope matrix or N:M .*not '{scope}'"):
+            RunConfig(method='sparsegpt', scope=scope)
+    assert RunConfig(method='sparsegpt').scope == 'matrix' and RunConfig(method='sparsegpt', scope='2:4').sparsity == 0.5
+    for name, m in REGISTRY.items(): assert RunConfig(method=name).scope == m.scope  # every default scope is accepted
+    assert RunConfig(method='wanda', scope='row', update='obs').scope == 'row'
 
 
 def test_score_config_checks():

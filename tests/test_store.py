@@ -1,11 +1,11 @@
 """The store's promise under a real crash: a folder being replaced is, at every instant and after a SIGKILL at any
 moment, either the old version or the new one, complete; never missing, never a mix of files written by both."""
-import os, random, signal, subprocess, sys, textwrap, time
+import os, random, signal, subprocess, sys, tempfile, textwrap, time
 from pathlib import Path
 
 import pytest
 
-from gaprune_nb.store import atomic_dir, recover_dir, write_text
+from gaprune_nb.store import _exchange, atomic_dir, recover_dir, write_text
 
 FILES = ('model.safetensors', 'mask.safetensors', 'stats/manifest.json', 'gaprune_report.json')
 
@@ -32,8 +32,15 @@ def check(p: Path):
     return seen
 
 
+def swaps_atomically(where: Path) -> bool:
+    "Whether folders in `where` are swapped in one step (Linux `renameat2` on a file system that has it)."
+    with tempfile.TemporaryDirectory(dir=where) as d:
+        (Path(d)/'a').mkdir(); (Path(d)/'b').mkdir()
+        return _exchange(Path(d)/'a', Path(d)/'b')
+
+
 def test_readers_never_see_a_missing_or_torn_folder_and_sigkill_leaves_one_complete(tmp_path):
-    rng = random.Random(0)
+    rng, atomic = random.Random(0), swaps_atomically(tmp_path)
     for round_ in range(5):
         p = tmp_path/f'run{round_}'
         with atomic_dir(p) as tmp:
@@ -49,7 +56,8 @@ def test_readers_never_see_a_missing_or_torn_folder_and_sigkill_leaves_one_compl
             os.kill(proc.pid, signal.SIGKILL)
         finally:
             proc.kill(); proc.wait()
-        recover_dir(p)  # a no-op where the swap is atomic (Linux); puts the old folder back after a two-rename swap
+        recovered = recover_dir(p)  # puts the old folder back after a two-rename swap cut between its renames
+        assert not (atomic and recovered), 'recover_dir acted although an atomic swap never leaves the folder missing'
         check(p)
         assert max(versions) > 0, 'the writer never replaced the folder'
     leftovers = [q.name for q in tmp_path.iterdir() if not q.name.startswith('run')]
