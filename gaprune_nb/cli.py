@@ -6,7 +6,7 @@
 from __future__ import annotations
 import argparse, functools, os, sys, time
 from collections import namedtuple
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 from .options import DOMAINS, DTYPES, METHODS, POOLINGS, REGISTRY, RunConfig, ScoreConfig, SlimConfig, check_device, check_scope  # light: no torch, so --help and bad arguments answer at once
@@ -222,7 +222,7 @@ def _fields(cls:type # A dataclass of `gaprune_nb.options` (no torch)
            ) -> tuple:
     "Each field of the dataclass `cls` as (name, type annotation, default (`MISSING` for a factory), comment)."
     from fastcore.docments import docments  # light: no torch
-    docs = docments(cls)
+    docs = {k: v for c in cls.__mro__[::-1] if is_dataclass(c) for k, v in docments(c).items() if v}  # comments of inherited fields too
     return tuple(_Field(f.name, str(f.type), f.default, docs.get(f.name) or '') for f in fields(cls))
 
 def _add_fields(g, cls, special:dict|None=None, only:tuple|None=None):

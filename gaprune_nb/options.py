@@ -11,8 +11,8 @@ from typing import Callable
 
 # %% auto #0
 __all__ = ['STAT_FIELDS', 'REGISTRY', 'METHODS', 'SCOPES', 'POOLINGS', 'DTYPES', 'NORMALIZATIONS', 'ALIGNMENTS', 'DOMAINS',
-           'IN_MEMORY', 'Method', 'method', 'check_scope', 'check_device', 'ScoreConfig', 'stat_fields', 'SlimConfig',
-           'RunConfig']
+           'IN_MEMORY', 'Method', 'method', 'check_scope', 'check_device', 'ModelConfig', 'ScoreConfig', 'stat_fields',
+           'SlimConfig', 'RunConfig']
 
 # %% ../nbs/00a_options.ipynb #7643a09f
 @dataclass(frozen=True)
@@ -104,6 +104,31 @@ def check_device(device:str|None # A torch device name, or None (cpu)
     if device is None or re.fullmatch(r'cpu|mps|cuda(:\d+)?', device): return device
     raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'mps', not {device!r}")
 
+# %% ../nbs/00a_options.ipynb #5c1e0a7b
+DOMAINS = ("general", "finance", "chemistry")          # the domains of the benchmark data, in display order
+
+@dataclass
+class ModelConfig:
+    "The model of a run, its domain and where and how it runs: the fields `RunConfig` and `SlimConfig` share (checked when made)."
+    model: str|None = None    # model folder or hub id; None: the all-MiniLM-L6-v2 fixture
+    domain: str = 'finance'   # target domain: its calibration and training triplets, its evaluation suite
+    seed: int = 0             # every random choice: sampling (pool subset, k-means), batch order, initialisation
+    data: str|None = None     # data folder; None: $GAPRUNE_DATA
+    pooling: str|None = None  # None: the model folder's (sentence-transformers) pooling, else 'mean'; decoders usually want 'last'
+    dtype: str|None = None    # weights' dtype: 'float32' (None), 'bfloat16' or 'float16'
+    device: str|None = None   # 'cpu' (None), 'cuda', 'cuda:N' or 'mps': every stage runs there
+
+    def __post_init__(self):
+        if self.domain not in DOMAINS or self.domain == 'general':
+            raise ValueError(f"domain must be one of {[d for d in DOMAINS if d != 'general']}, not {self.domain!r}")
+        if self.pooling not in (None,) + POOLINGS: raise ValueError(f"pooling must be one of {POOLINGS}, not {self.pooling!r}")
+        if self.dtype not in (None,) + DTYPES: raise ValueError(f"dtype must be one of {DTYPES}, not {self.dtype!r}")
+        check_device(self.device)
+
+    def _positive(self, *names): # a `ValueError` unless each field in `names` is an integer >= 1
+        for k in names:
+            if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 1): raise ValueError(f"{k} must be a positive integer, not {getattr(self, k)!r}")
+
 # %% ../nbs/00a_options.ipynb #4969e0de
 @dataclass
 class ScoreConfig:
@@ -153,13 +178,9 @@ def stat_fields(name:str,                     # A method of `REGISTRY`
     return tuple(f for f in STAT_FIELDS if f in m.reads(score or ScoreConfig())) if m.stats else ()
 
 # %% ../nbs/00a_options.ipynb #417351d3
-DOMAINS = ("general", "finance", "chemistry")          # the domains of the benchmark data, in display order
-
 @dataclass
-class SlimConfig:
+class SlimConfig(ModelConfig):
     "Everything that defines a coarse-to-fine slimming run (checked when it is made, before anything is loaded)."
-    model: str|None = None        # model folder or hub id; None: the all-MiniLM-L6-v2 fixture
-    domain: str = 'finance'       # target domain: calibration texts, gate and fine-tuning triplets
     drop_mlp: int = 0             # coarse step: MLP sub-layers dropped, least EffiR importance first
     keep: float = 0.6             # fine step: share of the remaining MLP neurons kept (one global ranking)
     scorer: str = 'gates'         # neuron importance: 'gates' (trained, EffiR) or a weight-level method summed per neuron
@@ -174,15 +195,9 @@ class SlimConfig:
     n_calib: int = 256            # texts for EffiR importance; calibration triplets per side for weight-level scorers
     train_max_length: int = 128   # token limit while training (evaluation uses `max_length`)
     max_length: int|None = None   # the model's token limit, set at load (evaluation, the saved folder); None: the folder's
-    seed: int = 0                 # sampling, batch order, initialisation
-    data: str|None = None         # data folder; None: $GAPRUNE_DATA
-    pooling: str|None = None      # None: the model folder's (sentence-transformers) pooling, else 'mean'
-    dtype: str|None = None        # dtype of the weights: None (float32), 'bfloat16' or 'float16'
-    device: str|None = None       # 'cpu' (None), 'cuda', 'cuda:N' or 'mps': every stage runs there
 
     def __post_init__(self):
-        if self.domain not in DOMAINS or self.domain == 'general':
-            raise ValueError(f"domain must be one of {[d for d in DOMAINS if d != 'general']}, not {self.domain!r}")
+        super().__post_init__()
         if not 0 < self.keep <= 1: raise ValueError(f"keep must be in (0, 1] (the share of MLP neurons kept), not {self.keep}")
         if self.scorer != 'gates' and self.scorer not in METHODS:
             raise ValueError(f"scorer must be 'gates' or one of {METHODS}, not {self.scorer!r}")
@@ -190,13 +205,9 @@ class SlimConfig:
             raise ValueError(f"scorer {self.scorer!r} updates weights instead of scoring them; choose a scoring method")
         if self.gate_weights not in ('frozen', 'full', 'lora'): raise ValueError(f"gate_weights must be 'frozen', 'full' or 'lora', not {self.gate_weights!r}")
         if self.finetune not in ('full', 'lora', 'none'): raise ValueError(f"finetune must be 'full', 'lora' or 'none', not {self.finetune!r}")
-        if self.pooling not in (None,) + POOLINGS: raise ValueError(f"pooling must be one of {POOLINGS}, not {self.pooling!r}")
-        if self.dtype not in (None,) + DTYPES: raise ValueError(f"dtype must be one of {DTYPES}, not {self.dtype!r}")
-        check_device(self.device)
         for k in ('drop_mlp', 'gate_steps', 'finetune_steps'):
             if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 0): raise ValueError(f"{k} must be an integer >= 0, not {getattr(self, k)!r}")
-        for k in ('batch_size', 'n_calib', 'train_max_length'):
-            if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 1): raise ValueError(f"{k} must be a positive integer, not {getattr(self, k)!r}")
+        self._positive('batch_size', 'n_calib', 'train_max_length')
         if self.max_length is not None and not (isinstance(self.max_length, int) and self.max_length >= 1):
             raise ValueError(f"max_length must be a positive integer or None (the model folder's limit), not {self.max_length!r}")
         if self.scorer == 'gates' and self.keep < 1 and self.gate_steps < 1: raise ValueError("scorer 'gates' needs gate_steps >= 1")
@@ -213,10 +224,8 @@ class SlimConfig:
 IN_MEMORY = '<built in memory>'  # a run's recorded model when `prune_run` pruned an `Encoder` loaded from no folder or hub id
 
 @dataclass
-class RunConfig:
+class RunConfig(ModelConfig):
     "Everything that defines a pruning run (checked when it is made, before anything is loaded)."
-    model: str|None = None      # model folder or hub id; None: the all-MiniLM-L6-v2 fixture (`IN_MEMORY`, in a saved run: refused)
-    domain: str = 'finance'     # target domain (calibration triplets and evaluation suite)
     method: str = 'gaprune'     # one of `gaprune_nb.options.METHODS`
     sparsity: float = 0.5       # share of scored (MLP) weights set to zero (implied by an N:M scope)
     scope: str|None = None      # mask scope: 'global', 'layer', 'matrix', 'row' or 'N:M' such as '2:4' (sets the sparsity); None: the method's
@@ -224,11 +233,6 @@ class RunConfig:
     pool: int|None = 4000       # triplets per domain embedded for k-means (seeded random subset); None or 0: all
     batch_size: int = 8         # triplets per (paired) statistics batch
     max_length: int|None = 256  # token limit while computing statistics; None: the model's own
-    seed: int = 0               # pool subset, k-means and statistics batch order
-    data: str|None = None       # data folder; None: $GAPRUNE_DATA
-    pooling: str|None = None    # None: the model folder's (sentence-transformers) pooling, else 'mean'; decoders usually want 'last'
-    dtype: str|None = None      # weights' dtype: 'float32' (None), 'bfloat16' or 'float16'
-    device: str|None = None     # 'cpu' (None), 'cuda', 'cuda:N' or 'mps'
     in_batch: bool = True       # statistics: InfoNCE also contrasts with the batch's other documents (the paper's loss)
     recompute: int = 0          # statistics: > 0 holds the activations of this many texts at a time, not the batch's (same statistics, 1.1-1.4x the time)
     stats_groups: int = 1       # statistics: > 1 computes them for this many groups of matrices in turn, kept on disk (`03b`): their memory divided by it
@@ -241,24 +245,18 @@ class RunConfig:
         m = method(self.method)
         if self.model == IN_MEMORY: raise ValueError("the run pruned a model built in memory, which no folder or hub id loads "
                                                      "again: set model to a folder with the same weights (core.write_model_files).")
+        super().__post_init__()
         if self.scope is None: self.scope = m.scope
-        check_device(self.device)
         if isinstance(self.score, dict):  # from JSON: lists back to tuples
             self.score = ScoreConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.score.items()})
         if self.update not in (None, 'obs'): raise ValueError(f"update must be None or 'obs', not {self.update!r}")
         if not self.temperature > 0: raise ValueError(f"temperature must be > 0, not {self.temperature!r}")
-        if self.pooling not in (None,) + POOLINGS: raise ValueError(f"pooling must be one of {POOLINGS}, not {self.pooling!r}")
-        if self.dtype not in (None,) + DTYPES: raise ValueError(f"dtype must be one of {DTYPES}, not {self.dtype!r}")
-        if self.domain not in DOMAINS or self.domain == 'general':
-            raise ValueError(f"domain must be one of {[d for d in DOMAINS if d != 'general']}, not {self.domain!r}")
         nm = check_scope(self.scope, None if ':' in str(self.scope) else self.sparsity)
         if nm is None and not 0 < self.sparsity < 1: raise ValueError(f"sparsity must be in (0, 1), not {self.sparsity}")
         if nm: self.sparsity = 1 - nm[0]/nm[1]
         if m.scopes and ('N:M' if nm else self.scope) not in m.scopes:
             raise ValueError(f"method {self.method!r} can only prune with scope {' or '.join(m.scopes)} (e.g. 2:4), not {self.scope!r}.")
-        for k in ('n_calib', 'batch_size'):
-            if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 1):
-                raise ValueError(f"{k} must be a positive integer, not {getattr(self, k)!r}")
+        self._positive('n_calib', 'batch_size')
         if not (isinstance(self.recompute, int) and self.recompute >= 0):
             raise ValueError(f"recompute must be 0 (off) or a positive number of texts, not {self.recompute!r}")
         if not (isinstance(self.stats_groups, int) and self.stats_groups >= 1):

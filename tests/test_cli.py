@@ -43,6 +43,7 @@ def test_every_config_field_is_a_flag_with_the_fields_default(cmd, cls):
         assert f.name in have, f"{cls.__name__}.{f.name} has no flag in gaprune {cmd}"
         assert have[f.name].default == f.default, (cmd, f.name, have[f.name].default, f.default)
         assert have[f.name].help and '(default ' in have[f.name].help, (cmd, f.name)  # documented, with its default
+        assert not have[f.name].help.startswith(' (default'), (cmd, f.name)  # its comment, inherited ones too (`ModelConfig`)
 
 
 def test_no_options_give_the_default_config_and_flags_reach_it():
