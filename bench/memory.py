@@ -28,6 +28,7 @@ Last, whole `gaprune prune` runs on a random-weight decoder shaped like Qwen2-0.
 prune before, issue 14): the peak resident memory of the process, for magnitude, the default and `obd-kfac`.
 `--end-to-end` runs only that part; `--batch-study` only the statistics batch sizes for MiniLM's `obd-kfac`;
 `--recompute-study` (-> results/bench/memory_recompute.txt) `obd-kfac` with and without `--recompute`;
+`--recompute-study balanced` (-> results/bench/memory_recompute_balanced.txt) another method, N = 0 and 1;
 `--groups-study [MODEL ...]` (-> results/bench/memory_groups.txt) `gaprune-paper` with `--stats-groups` and `--recompute`.
 """
 import json, os, shutil, subprocess, sys, time
@@ -176,7 +177,7 @@ def batch_study(model='minilm', meth='obd-kfac'):
               f"fp32 values per scored weight {'(target met)' if over <= 5 else '(target missed)'}, statistics {r['stats_s']} s", flush=True)
 
 
-def recompute_study(meth='obd-kfac'):
+def recompute_study(meth='obd-kfac', ns=(0, 4, 1)):
     """`--recompute N`: the statistics re-run the forward passes per sample, N texts at a time (`03_fisher`), so one pass's
     activations are held instead of the batch's; the same statistics (tested), more time. Default batch of 8."""
     import platform, torch
@@ -185,7 +186,7 @@ def recompute_study(meth='obd-kfac'):
     print(f"{'model':12s} {'N':>3s} {'act. MB':>8s} {'peak MB':>8s} {'vs mag.':>8s}  {'stats s':>8s} {'time x':>7s}")
     for model in MODELS:
         mag, base = run(model, 'magnitude')['total_extra'], None
-        for n in (0, 4, 1):
+        for n in ns:
             r = run(model, meth, 8, n)
             base = base or r['stats_s']
             over = per(r['total_extra'] - mag, r['scored'])
@@ -252,6 +253,6 @@ if __name__ == '__main__':
         child(*sys.argv[2:7])
     elif sys.argv[1:2] == ['--end-to-end']: end_to_end()
     elif sys.argv[1:2] == ['--batch-study']: batch_study()
-    elif sys.argv[1:2] == ['--recompute-study']: recompute_study()
+    elif sys.argv[1:2] == ['--recompute-study']: recompute_study(*sys.argv[2:3], **({'ns': (0, 1)} if sys.argv[2:3] else {}))
     elif sys.argv[1:2] == ['--groups-study']: groups_study(*sys.argv[2:])
     else: main(); end_to_end()

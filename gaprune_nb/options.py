@@ -107,6 +107,8 @@ def check_device(device:str|None # A torch device name, or None (cpu)
 # %% ../nbs/00a_options.ipynb #5c1e0a7b
 DOMAINS = ("general", "finance", "chemistry")          # the domains of the benchmark data, in display order
 
+IN_MEMORY = '<built in memory>'  # a run's recorded model when a run was given an `Encoder` loaded from no folder or hub id
+
 @dataclass
 class ModelConfig:
     "The model of a run, its domain and where and how it runs: the fields `RunConfig` and `SlimConfig` share (checked when made)."
@@ -119,6 +121,8 @@ class ModelConfig:
     device: str|None = None   # 'cpu' (None), 'cuda', 'cuda:N' or 'mps': every stage runs there
 
     def __post_init__(self):
+        if self.model == IN_MEMORY: raise ValueError("the run was made from a model built in memory, which no folder or hub id loads "
+                                                     "again: set model to a folder with the same weights (core.write_model_files).")
         if self.domain not in DOMAINS or self.domain == 'general':
             raise ValueError(f"domain must be one of {[d for d in DOMAINS if d != 'general']}, not {self.domain!r}")
         if self.pooling not in (None,) + POOLINGS: raise ValueError(f"pooling must be one of {POOLINGS}, not {self.pooling!r}")
@@ -221,8 +225,6 @@ class SlimConfig(ModelConfig):
         return cls(**json.loads(f.read_text())['config'])
 
 # %% ../nbs/00a_options.ipynb #27ff2e96
-IN_MEMORY = '<built in memory>'  # a run's recorded model when `prune_run` pruned an `Encoder` loaded from no folder or hub id
-
 @dataclass
 class RunConfig(ModelConfig):
     "Everything that defines a pruning run (checked when it is made, before anything is loaded)."
@@ -243,8 +245,6 @@ class RunConfig(ModelConfig):
 
     def __post_init__(self):
         m = method(self.method)
-        if self.model == IN_MEMORY: raise ValueError("the run pruned a model built in memory, which no folder or hub id loads "
-                                                     "again: set model to a folder with the same weights (core.write_model_files).")
         super().__post_init__()
         if self.scope is None: self.scope = m.scope
         if isinstance(self.score, dict):  # from JSON: lists back to tuples

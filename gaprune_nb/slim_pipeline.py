@@ -13,7 +13,7 @@ from .core import Encoder, model_source, seed_everything, write_model_files
 from .data import domain_triplets
 from .layer_drop import drop_plan, effir_importance
 from .options import SlimConfig, method
-from .pipeline import RunConfig, calibrate, load_kwargs, score, stage, statistics, token_limit
+from .pipeline import RunConfig, calibrate, load_kwargs, recorded_model, score, stage, statistics, token_limit
 from .retraining import RetrainConfig, retrain
 from .slimming import gate_scores, mlp_widths, neuron_scores, slim, train_gates
 from .store import atomic_dir, check_output, write_json
@@ -38,6 +38,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     protect = tuple(Path(p).expanduser() for p in (cfg.data, os.environ.get('GAPRUNE_DATA')) if p)  # never written
     out = check_output(out, overwrite, protect, marker='slim_report.json') if out is not None else None
     src = model_source(cfg.model or minilm_path()) if encoder is None else None
+    model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)  # what the report records: a passed encoder's source
     seed_everything(cfg.seed)
     with stage(t, 'load model', say):
         enc = Encoder.from_pretrained(src, **load_kwargs(cfg), max_length=cfg.max_length) if encoder is None else encoder
@@ -68,7 +69,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
             retrain(enc, train, cfg.finetune_steps, config=RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size,
                                                                           seed=cfg.seed + 1, progress=say), inplace=True)
     after = _params(enc)
-    report = dict(config=asdict(cfg), params_before=before, params_after=after,
+    report = dict(config=asdict(cfg) | dict(model=model), params_before=before, params_after=after,
                   params_kept=after['total'] / before['total'], mlp_params_kept=after['mlp'] / before['mlp'],
                   dropped=dropped_sublayers(enc), widths=mlp_widths(enc),
                   gate_training=hist[-1] if hist else None, seconds=t)
