@@ -9,62 +9,9 @@ import pytest
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
 from gaprune_nb.core import Encoder
-from gaprune_nb.fixtures import minilm_path, tiny_model
+from gaprune_nb.fixtures import minilm_path
 
-ENV = {k: v for k, v in os.environ.items() if k != 'GAPRUNE_DATA'}
-ENV.update(OMP_NUM_THREADS='1', HF_HUB_OFFLINE='1', TOKENIZERS_PARALLELISM='false')
-WORDS = ('revenue margin bond equity dividend cash asset yield loss profit debt audit tax stock fund price rate '
-         'acid ester ketone enzyme protein ligand reagent solvent polymer catalyst').split()
-
-
-def gaprune(*args, cwd=None, env=None):
-    return subprocess.run([sys.executable, '-c', 'from gaprune_nb.cli import main; main()', *map(str, args)],
-                          capture_output=True, text=True, env=env or ENV, cwd=cwd, timeout=900)
-
-
-def tree(d: Path) -> dict:
-    "Every file under `d` with its sha256 (what a user would check with sha256sum)."
-    return {str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.rglob('*')) if p.is_file()}
-
-
-def _triplets(seed, n=24):
-    rows = []
-    for i in range(n):
-        w = [WORDS[(seed * 7 + i * 3 + k) % len(WORDS)] for k in range(6)]
-        rows.append(dict(query=f'what is the {w[0]} of {w[1]}', positive=f'the {w[0]} of {w[1]} is {w[2]} {w[3]}',
-                         negative=f'{w[4]} and {w[5]} are unrelated'))
-    return rows
-
-
-@pytest.fixture(scope='module')
-def data(tmp_path_factory):
-    "A data folder in the package's layout with a few triplets per domain."
-    root = tmp_path_factory.mktemp('data')
-    for s, dom in enumerate(('general', 'finance', 'chemistry')):
-        p = root / 'triplets' / dom / f'{dom}_tiny.jsonl'
-        p.parent.mkdir(parents=True)
-        p.write_text(''.join(json.dumps(r) + '\n' for r in _triplets(s)))
-    return root
-
-
-@pytest.fixture(scope='module')
-def bert(tmp_path_factory):
-    "A tiny random BERT saved as a model folder."
-    d = tmp_path_factory.mktemp('models') / 'tiny-bert'
-    Encoder(*tiny_model('bert')).save_pretrained(d)
-    return d
-
-
-def prune_args(bert, data, out, *extra, method='fisher-dom'):
-    return ('prune', '--model', bert, '--data', data, '--method', method, '--n-calib', 8, '--pool', 0,
-            '--batch-size', 4, '--out', out, *extra)
-
-
-def one_line_error(r, code=1):
-    assert r.returncode == code, (r.returncode, r.stderr[-2000:])
-    last = r.stderr.strip().splitlines()[-1]
-    assert 'Traceback' not in r.stderr, r.stderr[-2000:]
-    return last
+from conftest import ENV, WORDS, gaprune, tree, _triplets, prune_args, one_line_error
 
 
 # 1. --out never deletes what the package did not write
