@@ -59,6 +59,13 @@ def _as_limit(s):
     s = _limit(s) if isinstance(s, (str, int, type(None))) else s
     return TINY if s == 'tiny' else s
 
+def _eval_report(f:Path) -> bool:
+    "Whether the existing file `f` is a report `gaprune eval --json` wrote (which a new one may replace)."
+    import json
+    try: d = json.loads(f.read_text())
+    except (OSError, ValueError): return False
+    return isinstance(d, dict) and {'model', 'revision', 'scores', 'types'} <= d.keys()
+
 def evaluate_model(model,                 # A model folder, hub id or `Encoder`
                    suite:str='finance',   # 'finance', 'chemistry' or 'general'
                    limit=None,            # 'tiny', N queries per task, or None (full suites)
@@ -72,9 +79,12 @@ def evaluate_model(model,                 # A model folder, hub id or `Encoder`
     from gaprune_nb.core import Encoder, model_source
     from gaprune_nb.data import data_root
     from gaprune_nb.evaluation import evaluate
-    from gaprune_nb.store import write_text
+    from gaprune_nb.pipeline import read_folders
+    from gaprune_nb.store import check_output_file, write_text
     limit, root = _as_limit(limit), data_root(data)
-    enc = model if isinstance(model, Encoder) else Encoder.from_pretrained(model_source(model), **load)
+    src = None if isinstance(model, Encoder) else model_source(model)
+    if out: out = check_output_file(out, read_folders(root, src), ours=_eval_report)  # before the evaluation, not after
+    enc = model if isinstance(model, Encoder) else Encoder.from_pretrained(src, **load)
     rep = evaluate(enc, suite, **({} if batch_size is None else dict(batch_size=batch_size)), root=root, limit=limit, show_progress=show_progress)
     if out: write_text(out, rep.to_json())
     return rep
@@ -116,6 +126,19 @@ def _dev_compare(dense, model, name:str, suite:str, data):
     a, b = dev_scores(dense, tasks), dev_scores(model, tasks)
     return pd.DataFrame({'dense': summary(a), name: summary(b)}).T, paired_bootstrap(b, a)
 
+def _unevaluated(out:str|Path, # A run folder
+                 cfg           # The `RunConfig` about to run
+                ) -> dict|None:
+    "The saved report of a complete `prune` run of exactly `cfg` in `out` that has no evaluation yet (a `run` stopped in it), else None."
+    import json
+    from dataclasses import asdict
+    from gaprune_nb.store import read_manifest, to_json
+    f = Path(out)/'gaprune_report.json'
+    try: rep = json.loads(f.read_text())
+    except (OSError, ValueError): return None
+    if (read_manifest(out) or {}).get(f.name) != 'prune' or 'evaluation' in rep: return None
+    return rep if rep.get('config') == json.loads(to_json(dict(asdict(cfg), model=cfg.model))) else None
+
 def run(cfg,                        # A `RunConfig`
         out:str|Path,               # The run folder
         limit=None,                 # Evaluation subsample: 'tiny', N queries per task, or None (full suites)
@@ -133,11 +156,16 @@ def run(cfg,                        # A `RunConfig`
     from gaprune_nb.fixtures import minilm_path
     t0 = time.perf_counter()
     limit = _as_limit(limit); data_root(cfg.data)  # checked before the pruning starts
-    pruned, mask, report = prune_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite, cache=cache,
-                                     checkpoint_every=checkpoint_every)
+    if not overwrite and (report := _unevaluated(out, cfg)):  # an earlier run of these settings stopped in its evaluation
+        if show_progress: print(f"== {out} holds the pruned model of these settings, not yet evaluated: evaluating it", file=sys.stderr)
+        pruned, report['seconds'] = Encoder.from_pretrained(out, **load_kwargs(cfg)), {}
+    else: pruned, mask, report = prune_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite, cache=cache,
+                                           checkpoint_every=checkpoint_every)
     if _rank() > 0: return report  # under torchrun / accelerate the first process evaluates and reports
     dense = Encoder.from_pretrained(cfg.model or minilm_path(), **load_kwargs(cfg))
-    report['evaluation'] = compare(dense, pruned, cfg.method, cfg.domain, general, limit, cfg.data, report['seconds'], show_progress, dev)
+    try: report['evaluation'] = compare(dense, pruned, cfg.method, cfg.domain, general, limit, cfg.data, report['seconds'], show_progress, dev)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(f"interrupted in the evaluation; the pruned model in {out} is complete: rerun the same command to evaluate it") from None
     report['seconds']['total'] = round(time.perf_counter() - t0, 2)
     write_report(out, report)
     print(f"\nsparsity {report['sparsity']:.4f} of {report['scored_weights']:,} MLP weights; "
@@ -170,7 +198,9 @@ def slim_job(cfg,                   # A `SlimConfig`
           f"{rep['dropped']['mlp'] or 'none'}; MLP widths: {rep['widths']}")
     if evaluate:
         dense = Encoder.from_pretrained(model_source(cfg.model or minilm_path()), **load_kwargs(cfg), max_length=cfg.max_length)  # as `slim_run` loads it
-        rep['evaluation'] = compare(dense, slimmed, 'slimmed', cfg.domain, general, limit, cfg.data, rep['seconds'], show_progress, dev)
+        try: rep['evaluation'] = compare(dense, slimmed, 'slimmed', cfg.domain, general, limit, cfg.data, rep['seconds'], show_progress, dev)
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(f"interrupted in the evaluation; the slimmed model in {out} is complete: evaluate it with gaprune eval --model {out}") from None
         write_json(Path(out)/'slim_report.json', {k: v for k, v in rep.items() if k != 'seconds'})
     rep['seconds']['total'] = round(time.perf_counter() - t0, 2)
     print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in rep['seconds'].items())); print(f"saved: {out}")
@@ -303,7 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--overwrite', action='store_true', help='replace a previous gaprune slim run in --out (never other folders)')
     g = sub.add_parser('analyze', help='geometry of saved runs against their dense model (table with intervals, figures)')
     g.add_argument('runs', nargs='+', metavar='RUN_DIR', help='folders written by gaprune prune / run / slim (one dense model and domain)')
-    g.add_argument('--out', required=True, help='folder for geometry.csv, geometry.md, spectra.png, projection.png')
+    g.add_argument('--out', required=True, help='folder for geometry.csv, geometry.md, spectra.png, projection.png: new or empty')
+    g.add_argument('--overwrite', action='store_true', help='replace a previous gaprune analyze output in --out (never other files)')
     g.add_argument('-n', type=_int_at_least(10), default=1000, help='held-out domain triplets (default 1000)')
     g.add_argument('--n-boot', type=_int_at_least(10), default=200, help='bootstrap resamples for the intervals (default 200)')
     _add_run(g, ('data', 'dtype', 'device'))
@@ -356,14 +387,15 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
             run(_config(args), args.out, args.limit, args.general, **run_kw(), dev=args.dev)
         elif args.cmd == 'analyze':
             from gaprune_nb.geometry import analyze
-            analyze(args.runs, args.out, args.n, args.n_boot, args.data, args.device, args.dtype)
+            analyze(args.runs, args.out, args.n, args.n_boot, args.data, args.device, args.dtype, args.overwrite)
             print(Path(args.out, 'geometry.md').read_text(), end=''); print(f"saved: {args.out}")
         elif args.cmd == 'slim':
             slim_job(_from_args(SlimConfig, args), args.out, args.eval, args.limit,
                      args.general, overwrite=args.overwrite, dev=args.dev)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         if args.debug: raise
-        sys.exit(f"gaprune {args.cmd}: interrupted; rerun the same command to resume (nothing in --out was changed).")
+        sys.exit(f"gaprune {args.cmd}: {e or 'interrupted; rerun the same command to resume (nothing in --out was changed).'}")
+
     except (ValueError, OSError) as e:  # DataError, OutputError, StatsMismatch, ModelLoadError, UnsupportedArchitecture ...
         if args.debug: raise
         sys.exit(f"gaprune {args.cmd}: error: {_one_line(e)}")

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from .data import domain_triplets
-from .store import atomic_update
+from .store import atomic_dir, check_output
 
 # %% auto #0
 __all__ = ['METRICS', 'SET_SIZE', 'alignment', 'uniformity', 'cross_correlation', 'effective_dimension', 'effective_rank',
@@ -230,7 +230,8 @@ def analyze(runs:list,            # Run folders written by `gaprune prune` / `ru
             n_boot:int=200,       # Bootstrap resamples for the intervals
             data=None,            # Data folder (default $GAPRUNE_DATA)
             device:str|None=None, # Where the models embed: 'cpu' (None), 'cuda', 'cuda:N', 'mps'
-            dtype:str|None=None   # dtype of their weights: None (float32), 'bfloat16' or 'float16'
+            dtype:str|None=None,  # dtype of their weights: None (float32), 'bfloat16' or 'float16'
+            overwrite:bool=False  # Replace a previous `analyze` output in `out` (its own files only)
            ) -> 'pd.DataFrame':
     "Geometry table and figures of saved runs against their dense model, on held-out domain triplets."
     import json, matplotlib.pyplot as plt
@@ -248,6 +249,8 @@ def analyze(runs:list,            # Run folders written by `gaprune prune` / `ru
     if len(models) != 1 or len(domains) != 1:
         raise ValueError(f"analyze compares runs of one dense model and domain; got models {sorted(map(str, models))}, domains {sorted(domains)}.")
     model, domain = models.pop(), domains.pop()
+    from gaprune_nb.pipeline import read_folders
+    out = check_output(out, overwrite, read_folders(data, model or minilm_path(), **{f'run folder {r}': r for r in runs}), kind='analyze')  # before any work
     exclude = {q for r in runs if (r/'calibration').is_dir() for d in load_calibration(r/'calibration').values() for q in d['query']}
     trip = heldout_triplets(domain, exclude, n, root=data)
     load = lambda src: Encoder.from_pretrained(src, device=device, dtype=dtype)
@@ -257,7 +260,8 @@ def analyze(runs:list,            # Run folders written by `gaprune prune` / `ru
     wide = tab.assign(cell=[f'{v:.4g} [{lo:.4g}, {hi:.4g}]' for v, lo, hi in zip(tab.value, tab.lo, tab.hi)]).pivot(index='model', columns='metric', values='cell')
     md = ['| model | ' + ' | '.join(wide.columns) + ' |', '|---' * (len(wide.columns) + 1) + '|']
     md += [f'| {m} | ' + ' | '.join(r) + ' |' for m, r in zip(wide.index, wide.to_numpy())]
-    with atomic_update(out) as tmp:  # written aside; in an existing folder only these four files are replaced
+    with atomic_dir(out, 'analyze') as tmp:  # written aside, swapped in whole
+
         tab.to_csv(tmp/'geometry.csv', index=False)
         (tmp/'geometry.md').write_text(f'# Geometry on {len(trip)} held-out {domain} triplets (95% bootstrap intervals)\n\n' + '\n'.join(md) + '\n')
         plot_spectra(embs).figure.savefig(tmp/'spectra.png', dpi=110, bbox_inches='tight')

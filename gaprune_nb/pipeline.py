@@ -22,13 +22,13 @@ from .sparsegpt import obs_prune
 from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
 from .options import DTYPES, IN_MEMORY, POOLINGS, STAT_FIELDS, ScoreConfig, check_device, check_scope, method, stat_fields, RunConfig
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, dataset_sha256
-from .store import atomic_dir, check_output, sha256_json, state_dict_sha256, to_json, write_json, write_text
+from .store import atomic_dir, check_output, check_space, sha256_json, state_dict_sha256, to_json, write_json, write_text
 
 # %% auto #0
 __all__ = ['CACHE_MARKER', 'ACT_FACTOR', 'calibration_sets', 'calibrate', 'save_calibration', 'load_calibration', 'stage',
-           'load_kwargs', 'recorded_model', 'token_limit', 'statistics', 'score', 'select', 'apply', 'prune_run',
-           'NotEnoughMemory', 'memory_needed', 'memory_total', 'check_memory', 'report_markdown', 'write_report',
-           'save_run']
+           'load_kwargs', 'recorded_model', 'read_folders', 'token_limit', 'statistics', 'score', 'select', 'apply',
+           'prune_run', 'NotEnoughMemory', 'memory_needed', 'disk_needed', 'memory_total', 'check_memory',
+           'report_markdown', 'write_report', 'save_run']
 
 # %% ../nbs/11_pipeline.ipynb #fd0bd672
 def calibration_sets(encoder:Encoder,          # The model whose query embeddings k-means clusters
@@ -134,7 +134,15 @@ def _work_dir(out:Path|None, cache, protect:tuple) -> Path|None:
     "The folder for statistics checkpoints: `cache`, else `<out>.partial`; refused if it holds files we did not write."
     if cache is None and out is None: return None
     work = Path(cache) if cache is not None else out.with_name(out.name + '.partial')
-    return check_output(work, True, protect, marker=CACHE_MARKER, flag='--cache' if cache is not None else 'work folder')
+    return check_output(work, True, protect, kind=None, marker=CACHE_MARKER, flag='--cache' if cache is not None else 'work folder')
+
+def read_folders(data=None,   # The data folder a run reads (`--data`; `$GAPRUNE_DATA` is added)
+                 model=None,  # The model it loads: a folder is protected, a hub id is not
+                 **more       # More {what: folder} a run reads
+                ) -> dict:
+    "The folders a run reads, {what: folder}: `check_output` refuses to write in, over or around any of them."
+    model = Path(model).expanduser() if model and Path(model).expanduser().is_dir() else None
+    return {'data folder': data, 'data folder ($GAPRUNE_DATA)': os.environ.get('GAPRUNE_DATA'), 'model folder': model, **more}
 
 def _open_work_dir(work:Path):
     "Create the checkpoint folder (only when the statistics start, so an earlier failure leaves nothing behind)."
@@ -245,9 +253,10 @@ def prune_run(cfg:RunConfig,                      # The run's settings
         if not m.stats: raise ValueError(f"--stats: method {cfg.method!r} uses no gradient statistics.")
         stats = GradientStats.load(stats_path, domain_name=cfg.domain, lazy=True, device=cfg.device or 'cpu')  # damaged or other-domain: refused now; read matrix by matrix
     if checkpoint_every < 1: raise ValueError(f"checkpoint_every must be >= 1, not {checkpoint_every}")
-    protect = tuple(Path(p).expanduser() for p in (root, cfg.data, os.environ.get('GAPRUNE_DATA')) if p)  # never written
+    protect = read_folders(root or cfg.data, src or model, **{'statistics folder (--stats)': stats_path})  # never written
+    if cache is not None: protect['cache folder (--cache)'] = Path(cache)
     out = check_output(out, overwrite, protect) if out is not None else None
-    cache = _work_dir(None, cache, protect) if cache is not None else None
+    cache = _work_dir(None, cache, {**protect, 'output folder (--out)': out, 'cache folder (--cache)': None}) if cache is not None else None
     work = (cache or _work_dir(out, None, protect)) if m.stats and stats is None else None
     if work is None and m.stats and stats is None and cfg.stats_groups > 1:
         raise ValueError("stats_groups > 1 keeps each group's statistics on disk: give an output folder (--out) or a cache.")
@@ -258,6 +267,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
         enc = Encoder.from_pretrained(src, **load_kwargs(cfg)) if encoder is None else encoder
         find_layers(enc)  # an unsupported architecture fails here, before any real work
         check_memory(enc, cfg)  # a run that cannot fit is refused now, not killed later
+        if out is not None: check_space(out, disk_needed(enc, cfg), what='the run')  # and one whose disk is too full
     if needs_calib:
         with stage(timings, 'calibration sample (k-means)', say):
             calib = calibrate(enc, cfg, show_progress, cache)
@@ -302,6 +312,14 @@ def memory_needed(enc:Encoder,  # The loaded model
             'per-sample gradients': (4 * n if cfg.recompute else 4 * big * (cfg.batch_size + 2)) if fields else 0,
             'activations': int(ACT_FACTOR * texts * tokens * width * next(enc.parameters()).element_size()) if fields else 0,
             'scores and masks': scores + 2 * n}  # + the method's mask and magnitude's (bool)
+
+def disk_needed(enc:Encoder,  # The loaded model
+                cfg:RunConfig # The run's settings
+               ) -> int:
+    "Bytes a run folder takes on disk: the model, its keep-mask, and the statistics and their checkpoints if the method reads any."
+    n = sum(m.weight.numel() for m in mlp_linears(enc).values())
+    return sum(p.numel() * p.element_size() for p in enc.parameters()) + n + 2 * 4 * n * len(stat_fields(cfg.method, cfg.score))
+
 
 def memory_total(need:dict # As returned by `memory_needed`
                 ) -> int:
@@ -362,7 +380,7 @@ def save_run(out:str|Path,                 # The run folder (replaced atomically
              calib:dict|None=None          # Saved under `calibration/` if given
             ) -> Path:
     "Write model, mask, statistics, calibration triplets and report to `out`, atomically (an old run stays until then)."
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, 'prune') as tmp:
         if calib: save_calibration(calib, tmp/'calibration')
         write_model_files(enc, tmp)
         save_mask(mask, tmp/'mask.safetensors', metadata={'method': report['config']['method']})

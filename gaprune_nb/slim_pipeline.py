@@ -13,10 +13,10 @@ from .core import Encoder, model_source, seed_everything, write_model_files
 from .data import domain_triplets
 from .layer_drop import drop_plan, effir_importance
 from .options import SlimConfig, method
-from .pipeline import RunConfig, calibrate, load_kwargs, recorded_model, score, stage, statistics, token_limit
+from .pipeline import RunConfig, calibrate, load_kwargs, read_folders, recorded_model, score, stage, statistics, token_limit
 from .retraining import RetrainConfig, retrain
 from .slimming import gate_scores, mlp_widths, neuron_scores, slim, train_gates
-from .store import atomic_dir, check_output, write_json
+from .store import atomic_dir, check_output, check_space, write_json
 
 # %% auto #0
 __all__ = ['slim_run']
@@ -35,14 +35,14 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     "Coarse-to-fine slimming (EffiR): drop MLP sub-layers, self-slim the rest, fine-tune, save. Returns (encoder, report)."
     from gaprune_nb.fixtures import minilm_path
     say, t = show_progress, {}
-    protect = tuple(Path(p).expanduser() for p in (cfg.data, os.environ.get('GAPRUNE_DATA')) if p)  # never written
-    out = check_output(out, overwrite, protect, marker='slim_report.json') if out is not None else None
     src = model_source(cfg.model or minilm_path()) if encoder is None else None
     model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)  # what the report records: a passed encoder's source
+    out = check_output(out, overwrite, read_folders(cfg.data, src or model), kind='slim') if out is not None else None  # never in what it reads
     seed_everything(cfg.seed)
     with stage(t, 'load model', say):
         enc = Encoder.from_pretrained(src, **load_kwargs(cfg), max_length=cfg.max_length) if encoder is None else encoder
         before = _params(enc)
+        if out is not None: check_space(out, sum(p.numel() * p.element_size() for p in enc.parameters()), what='the slimmed model')
         trip = domain_triplets(cfg.domain, root=cfg.data).shuffle(seed=cfg.seed)
         n_train = cfg.batch_size * max(cfg.gate_steps, cfg.finetune_steps, 1)
         train = trip.select(range(min(len(trip), n_train)))
@@ -74,7 +74,8 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
                   dropped=dropped_sublayers(enc), widths=mlp_widths(enc),
                   gate_training=hist[-1] if hist else None, seconds=t)
     if out is not None:
-        with stage(t, 'save', say), atomic_dir(out) as tmp:
+        with stage(t, 'save', say), atomic_dir(out, 'slim') as tmp:
+
             write_model_files(enc, tmp)
             write_json(tmp/'slim_report.json', {k: v for k, v in report.items() if k != 'seconds'})  # last: marks a finished run
     return enc, report

@@ -4,15 +4,16 @@
 
 # %% ../nbs/00_store.ipynb #aea0de17
 from __future__ import annotations
-import ctypes, hashlib, json, os, shutil, uuid
+import ctypes, glob, hashlib, json, os, shutil, sys, uuid
 from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['sha256_stream', 'file_chunks', 'sha256_file', 'to_json', 'canonical_json', 'sha256_json', 'tensors_sha256',
-           'state_dict_sha256', 'write_bytes', 'write_text', 'write_json', 'canonical_safetensors', 'save_tensors',
-           'canonicalize_file', 'fsync_tree', 'recover_dir', 'replace_dir', 'atomic_dir', 'atomic_update',
-           'OutputError', 'check_output']
+__all__ = ['MANIFEST', 'sha256_stream', 'file_chunks', 'sha256_file', 'to_json', 'canonical_json', 'sha256_json',
+           'tensors_sha256', 'state_dict_sha256', 'write_bytes', 'write_text', 'write_json', 'canonical_safetensors',
+           'save_tensors', 'canonicalize_file', 'fsync_tree', 'recover_dir', 'replace_dir', 'clean_stale', 'atomic_dir',
+           'atomic_update', 'OutputError', 'listing', 'write_manifest', 'read_manifest', 'check_writable',
+           'check_space', 'check_output', 'check_output_file']
 
 # %% ../nbs/00_store.ipynb #b4e583ac
 def sha256_stream(chunks # Iterable of bytes, or str (hashed as UTF-8), read in order as one byte stream
@@ -80,7 +81,7 @@ def _fsync_dir(path:Path):
 def _atomic_file(path:Path):
     "A binary file handle on a temporary sibling of `path`, fsynced and renamed over `path` when the block succeeds."
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f'.{path.name}.tmp-{uuid.uuid4().hex[:8]}')
+    tmp = path.with_name(f'.{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}')
     try:
         with open(tmp, 'wb') as f:
             yield f
@@ -145,7 +146,7 @@ def save_tensors(tensors:dict, # {name: tensor}
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     t = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
     meta = {str(k): str(v) for k, v in (metadata or {}).items()} or None
-    raw = path.with_name(f'.{path.name}.raw-{uuid.uuid4().hex[:8]}')
+    raw = path.with_name(f'.{path.name}.raw-{os.getpid()}-{uuid.uuid4().hex[:8]}')
     try: save_file(t, raw, metadata=meta); return _canonical_copy(raw, path)
     finally: raw.unlink(missing_ok=True)
 
@@ -190,7 +191,7 @@ def replace_dir(new:str|Path, # A complete folder (usually a sibling made by `at
     if not path.exists(): new.rename(path)
     elif _exchange(new, path): shutil.rmtree(new)  # `new` now holds the old folder
     else:
-        old = path.with_name(f'.{path.name}.old-{uuid.uuid4().hex[:8]}')
+        old = path.with_name(f'.{path.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}')
         path.rename(old)
         try: new.rename(path)
         except BaseException: old.rename(path); raise
@@ -198,10 +199,32 @@ def replace_dir(new:str|Path, # A complete folder (usually a sibling made by `at
     _fsync_dir(path.parent)
     return path
 
+def _alive(pid:int) -> bool:
+    try: os.kill(pid, 0)
+    except ProcessLookupError: return False
+    except OSError: return True  # exists, another user's
+    return True
+
+def clean_stale(path:str|Path,   # A file or folder the package is about to write
+                say:bool=True    # Name each removed leftover on stderr
+               ) -> list[Path]:
+    "Remove the hidden temporary siblings of `path` that an interrupted save left behind (their process is gone); the removed paths."
+    path, gone = Path(path), []
+    for q in sorted(path.parent.glob(f'.{glob.escape(path.name)}.*-*')):
+        kind, _, tag = q.name[len(path.name) + 2:].partition('-')
+        pid = tag.split('-')[0]
+        if kind not in ('tmp', 'old', 'raw', 'probe') or kind == 'old' and not path.exists(): continue  # `recover_dir`'s to put back
+        if pid.isdigit() and '-' in tag and _alive(int(pid)): continue  # a save still running
+        size = sum(f.stat().st_size for f in q.rglob('*') if f.is_file()) if q.is_dir() else q.stat().st_size
+        shutil.rmtree(q, ignore_errors=True) if q.is_dir() else q.unlink(missing_ok=True)
+        if say: print(f"removed {q} ({size / 2**20:.1f} MB), left by an interrupted save", file=sys.stderr)
+        gone.append(q)
+    return gone
+
 @contextmanager
 def _aside(path:Path):
-    "A new hidden sibling folder of `path`: flushed to disk when the block succeeds, removed if it raises."
-    tmp = path.with_name(f'.{path.name}.tmp-{uuid.uuid4().hex[:8]}')
+    "A new hidden sibling folder of `path` (mode from the umask): flushed to disk when the block succeeds, removed if it raises."
+    tmp = path.with_name(f'.{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}')
     tmp.mkdir()
     try:
         yield tmp
@@ -210,37 +233,128 @@ def _aside(path:Path):
         shutil.rmtree(tmp, ignore_errors=True); raise
 
 @contextmanager
-def atomic_dir(path:str|Path): # The folder to (re)place
+def atomic_dir(path:str|Path,      # The folder to (re)place
+               kind:str|None=None): # Record every file written as made by a gaprune `kind` run (`MANIFEST`)
     "Fill a hidden sibling folder; on success it replaces `path` atomically, on error it is removed."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    recover_dir(path)
-    with _aside(path) as tmp: yield tmp
-    replace_dir(tmp, path)
+    recover_dir(path); clean_stale(path)
+    with _aside(path) as tmp:
+        yield tmp
+        if kind: write_manifest(tmp, kind)
+    try: replace_dir(tmp, path)
+    except BaseException: shutil.rmtree(tmp, ignore_errors=True); raise
 
 @contextmanager
-def atomic_update(path:str|Path): # The folder written into: new, or an existing one whose other files are kept
+def atomic_update(path:str|Path,      # The folder written into: new, or an existing one whose other files are kept
+                  kind:str|None=None): # Only replace files a gaprune `kind` run made (`MANIFEST`), and record the new ones
     "Fill a hidden sibling folder; on success a new (or empty) `path` becomes it whole, else each entry replaces its namesake."
     path = Path(path)
     if not path.exists() or (path.is_dir() and not any(path.iterdir())):
-        with atomic_dir(path) as tmp: yield tmp
+        with atomic_dir(path, kind) as tmp: yield tmp
         return
-    with _aside(path) as tmp: yield tmp
+    clean_stale(path)
+    with _aside(path) as tmp:
+        yield tmp
+        if kind:
+            theirs = _foreign(path, kind, only=[f.name for f in tmp.iterdir()])
+            if theirs: raise OutputError(f"{path} holds {', '.join(theirs)}, which a gaprune {kind} did not write; "
+                                         f"refusing to replace {'it' if len(theirs) == 1 else 'them'}. Move {'it' if len(theirs) == 1 else 'them'} or choose a new folder.")
+            made = {**(read_manifest(path) or {}), **{f: kind for f in listing(tmp)}}
     for f in tmp.iterdir():  # each file or folder is swapped in once complete
         if f.is_dir(): replace_dir(f, path/f.name)
         else: f.replace(path/f.name)
-    tmp.rmdir(); _fsync_dir(path)
+    tmp.rmdir()
+    if kind: write_json(path/MANIFEST, dict(sorted(made.items())))
+    _fsync_dir(path)
 
-# %% ../nbs/00_store.ipynb #dca14085
+# %% ../nbs/00_store.ipynb #736dc7e0
 class OutputError(ValueError):
     "An output path that would overwrite or delete something gaprune_nb did not write."
 
+MANIFEST = 'gaprune_files.json'  # in every folder a command writes: {file: the kind of run that made it}
+
+def listing(path:str|Path # A folder
+           ) -> list[str]:
+    "Every file under `path` as a sorted relative POSIX path (`MANIFEST` itself left out)."
+    path = Path(path)
+    return sorted(p.relative_to(path).as_posix() for p in path.rglob('*') if p.is_file() and p.name != MANIFEST or p.is_symlink())
+
+def write_manifest(path:str|Path, # A folder just written (usually the hidden sibling of `atomic_dir`)
+                   kind:str        # The kind of run that wrote it: 'prune', 'slim', 'analyze', 'onnx'
+                  ) -> Path:
+    "Record every file under `path` as made by a gaprune `kind` run: what a later `--overwrite` may replace."
+    return write_json(Path(path)/MANIFEST, {f: kind for f in listing(path)})
+
+def read_manifest(path:str|Path # A folder
+                 ) -> dict|None:
+    "{file: kind} of the files gaprune_nb wrote into `path`; None if it has no readable `MANIFEST`."
+    try: m = json.loads((Path(path)/MANIFEST).read_text())
+    except (OSError, ValueError): return None
+    return m if isinstance(m, dict) else None
+
+def _foreign(path:Path, kind:str, only:list|None=None) -> list[str]:
+    "The top-level entries of `path` (those named in `only`) holding anything a gaprune `kind` run did not write there: 'NOTES.txt', 'plots/'."
+    made, out = read_manifest(path) or {}, []
+    for e in sorted(path.iterdir()):
+        if e.name == MANIFEST or only is not None and e.name not in only: continue
+        if not e.exists() and not e.is_symlink(): continue
+        if e.is_dir() and not e.is_symlink():
+            files = [p for p in e.rglob('*') if not p.is_dir() or p.is_symlink() or not any(p.iterdir())]  # files, links, empty folders
+            bad = not files or any(p.is_dir() or made.get(p.relative_to(path).as_posix()) != kind for p in files)
+        else: bad = made.get(e.name) != kind
+        if bad: out.append(e.name + ('/' if e.is_dir() and not e.is_symlink() else ''))
+    return out
+
+# %% ../nbs/00_store.ipynb #dca14085
 def _inside(a:Path, b:Path) -> bool: return a == b or b in a.parents
 
+def _protected(r:Path, path, flag:str, protect:dict):
+    "`OutputError` if `r` is, is inside or contains one of the `protect` folders ({what: folder})."
+    for what, q in (protect or {}).items():
+        if q is None: continue
+        q = Path(q).expanduser().resolve()
+        if _inside(r, q) or _inside(q, r):
+            raise OutputError(f"{flag} {path} {'is' if r == q else 'is inside' if _inside(r, q) else 'contains'} "
+                              f"the {what} {q}; refusing to write there. Give a folder outside it.")
+
+def _existing(p:Path) -> Path:
+    "`p` or its nearest existing parent."
+    while not p.exists(): p = p.parent
+    return p
+
+def check_writable(r:Path,          # A resolved output path (file or folder), new or existing
+                   flag:str='--out', # How the path is named in messages
+                   path=None         # As the user gave it
+                  ):
+    "`OutputError` now, before any work, if the package could not write `r` (beside it, where its temporary sibling goes)."
+    path = r if path is None else path
+    if r.is_dir() and os.path.ismount(r):
+        raise OutputError(f"{flag} {path} is a mount point; gaprune_nb writes a new folder beside the target and swaps it in, "
+                          f"which a mount point cannot take. Give a folder inside it, e.g. {Path(path)/'run'}.")
+    where = _existing(r.parent)
+    probe = where/f'.{r.name}.probe-{os.getpid()}-{uuid.uuid4().hex[:8]}'
+    try: probe.mkdir(); probe.rmdir()
+    except OSError as e:
+        raise OutputError(f"{flag} {path}: cannot write in {where} ({e.strerror}); choose a folder you can write to.") from None
+
+def check_space(path:str|Path,     # Where the output goes (it or a parent exists)
+                need:int,          # Bytes the output will take
+                flag:str='--out',  # How the path is named in messages
+                what:str='the output' # What will be written, for the message
+               ) -> int:
+    "The free bytes where `path` goes, or an `OutputError` if fewer than `need` (+5%)."
+    free = shutil.disk_usage(_existing(Path(path).expanduser().resolve())).free
+    if free < need * 1.05:
+        mb = lambda b: f'{b / 2**20:,.0f} MB'
+        raise OutputError(f"{flag} {path}: its disk has {mb(free)} free, but {what} needs about {mb(need)}; free some space or choose another disk.")
+    return free
+
 def check_output(path:str|Path,        # The requested output folder
-                 overwrite:bool=False,  # Allow replacing a previous run (a folder that holds `marker`)
-                 protect:tuple=(),      # Folders never to write in or over (e.g. the data folder)
-                 marker:str='gaprune_report.json', # The file that marks a folder as a previous run
-                 flag:str='--out'       # How the path is named in messages
+                 overwrite:bool=False,  # Allow replacing a previous run of the same `kind` (its own files only)
+                 protect:dict|None=None, # Folders never to write in or over: {what: folder}, e.g. {'data folder': ...}
+                 kind:str|None='prune', # The run kind whose files (`MANIFEST`) `overwrite` may replace; None: a work folder marked by `marker`
+                 flag:str='--out',      # How the path is named in messages
+                 marker:str|None=None   # With `kind=None`: the file that marks a work folder (a cache) as the package's
                 ) -> Path:
     "The resolved output folder, or an `OutputError` if writing there could destroy files the package did not write."
     p = Path(path).expanduser()
@@ -249,18 +363,39 @@ def check_output(path:str|Path,        # The requested output folder
     bad = ('the file-system root' if r == Path(r.anchor) else 'your home folder' if r == home else
            'the working folder' if r == cwd else 'a parent of the working folder' if r in cwd.parents else None)
     if bad: raise OutputError(f"{flag} {path} is {bad}; refusing to write there. Give a new folder, e.g. runs/NAME.")
-    for q in protect:
-        if q is None: continue
-        q = Path(q).expanduser().resolve()
-        if _inside(r, q) or _inside(q, r):
-            raise OutputError(f"{flag} {path} {'is' if r == q else 'is inside' if _inside(r, q) else 'contains'} "
-                              f"the data folder {q}; refusing to write there. Give a folder outside it.")
+    _protected(r, path, flag, protect)
     if r.exists() and not r.is_dir(): raise OutputError(f"{flag} {path} is a file, not a folder; give a new folder.")
     if r.is_dir() and any(r.iterdir()):
-        if not overwrite:
+        if kind is None:  # a work folder, added to by every run that shares it
+            if not (r/marker).is_file():
+                raise OutputError(f"{flag} {path} holds files gaprune_nb did not write (it has no {marker}); refusing to "
+                                  f"use it. Choose a new folder.")
+        elif not overwrite:
             raise OutputError(f"{flag} {path} exists and is not empty; choose a new folder, or pass --overwrite to "
-                              f"replace a previous gaprune run there.")
-        if not (r/marker).is_file():
-            raise OutputError(f"{flag} {path} holds files gaprune_nb did not write (it has no {marker}); refusing to "
-                              f"replace or use it, even with --overwrite. Choose a new folder.")
+                              f"replace a previous gaprune {kind} run there.")
+        elif read_manifest(r) is None:
+            raise OutputError(f"{flag} {path} holds files gaprune_nb did not write (it has no {MANIFEST}, the list of a "
+                              f"run's own files); refusing to replace or use it, even with --overwrite. Choose a new folder.")
+        elif theirs := _foreign(r, kind):
+            n = len(theirs)
+            raise OutputError(f"{flag} {path} holds {', '.join(theirs[:8])}{f' and {n - 8} more' if n > 8 else ''}, which "
+                              f"a gaprune {kind} run did not write; --overwrite replaces only a run's own files. Move "
+                              f"{'it' if n == 1 else 'them'} out of {path}, or choose a new folder.")
+    check_writable(r, flag, path); clean_stale(r)
+    return r
+
+def check_output_file(path:str|Path,         # The requested output file
+                      protect:dict|None=None, # Folders never to write in: {what: folder}
+                      ours=None,             # `ours(path) -> bool`: an existing file the package wrote (replaced); None: refuse any
+                      flag:str='--json'      # How the path is named in messages
+                     ) -> Path:
+    "The resolved output file, or an `OutputError` if it is a folder, lies in a protected folder, or would replace a file the package did not write."
+    p = Path(path).expanduser()
+    if p.is_symlink(): raise OutputError(f"{flag} {path} is a symbolic link; give a file name.")
+    r = p.resolve()
+    _protected(r, path, flag, protect)
+    if r.is_dir(): raise OutputError(f"{flag} {path} is a folder; give a file name, e.g. {Path(path)/'report.json'}.")
+    if r.exists() and not (ours and ours(r)):
+        raise OutputError(f"{flag} {path} exists and was not written by gaprune_nb; refusing to replace it. Give a new file name.")
+    check_writable(r, flag, path)
     return r
