@@ -275,9 +275,12 @@ MANIFEST = 'gaprune_files.json'  # in every folder a command writes: {file: the 
 
 def listing(path:str|Path # A folder
            ) -> list[str]:
-    "Every file under `path` as a sorted relative POSIX path (`MANIFEST` itself left out)."
-    path = Path(path)
-    return sorted(p.relative_to(path).as_posix() for p in path.rglob('*') if p.is_file() and p.name != MANIFEST or p.is_symlink())
+    "Every file under `path` as a sorted relative POSIX path, and every empty folder with a trailing '/' (`MANIFEST` itself left out)."
+    path, out = Path(path), []
+    for p in path.rglob('*'):
+        if p.is_symlink() or p.is_file() and p.name != MANIFEST: out.append(p.relative_to(path).as_posix())
+        elif p.is_dir() and not any(p.iterdir()): out.append(p.relative_to(path).as_posix() + '/')
+    return sorted(out)
 
 def write_manifest(path:str|Path, # A folder just written (usually the hidden sibling of `atomic_dir`)
                    kind:str        # The kind of run that wrote it: 'prune', 'slim', 'analyze', 'onnx'
@@ -299,8 +302,9 @@ def _foreign(path:Path, kind:str, only:list|None=None) -> list[str]:
         if e.name == MANIFEST or only is not None and e.name not in only: continue
         if not e.exists() and not e.is_symlink(): continue
         if e.is_dir() and not e.is_symlink():
-            files = [p for p in e.rglob('*') if not p.is_dir() or p.is_symlink() or not any(p.iterdir())]  # files, links, empty folders
-            bad = not files or any(p.is_dir() or made.get(p.relative_to(path).as_posix()) != kind for p in files)
+            files = [p for p in e.rglob('*') if not p.is_dir() or p.is_symlink() or not any(p.iterdir())] or [e]  # files, links, empty folders
+            bad = any(
+made.get(p.relative_to(path).as_posix() + ('/' if p.is_dir() and not p.is_symlink() else '')) != kind for p in files)
         else: bad = made.get(e.name) != kind
         if bad: out.append(e.name + ('/' if e.is_dir() and not e.is_symlink() else ''))
     return out
