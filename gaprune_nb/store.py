@@ -4,15 +4,15 @@
 
 # %% ../nbs/00_store.ipynb #aea0de17
 from __future__ import annotations
-import ctypes, hashlib, json, os, shutil, uuid
+import ctypes, hashlib, json, os, shutil, stat, uuid
 from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
 __all__ = ['sha256_stream', 'file_chunks', 'sha256_file', 'to_json', 'canonical_json', 'sha256_json', 'tensors_sha256',
            'state_dict_sha256', 'write_bytes', 'write_text', 'write_json', 'canonical_safetensors', 'save_tensors',
-           'canonicalize_file', 'fsync_tree', 'recover_dir', 'replace_dir', 'atomic_dir', 'atomic_update',
-           'OutputError', 'check_output']
+           'canonicalize_file', 'safetensors_damage', 'fsync_tree', 'recover_dir', 'replace_dir', 'atomic_dir',
+           'atomic_update', 'OutputError', 'check_output']
 
 # %% ../nbs/00_store.ipynb #b4e583ac
 def sha256_stream(chunks # Iterable of bytes, or str (hashed as UTF-8), read in order as one byte stream
@@ -154,6 +154,18 @@ def canonicalize_file(path:str|Path # A safetensors file, rewritten in place if 
     "Rewrite a safetensors file written by another library (e.g. transformers) with a canonical header (streamed)."
     return _canonical_copy(Path(path), Path(path))
 
+def safetensors_damage(path:str|Path # A safetensors file
+                      ) -> str|None:
+    "What is wrong with a safetensors file's layout (header length, header, tensor offsets against its size); None if whole."
+    size = os.path.getsize(path)
+    if size < 8: return f"{size} bytes, shorter than the 8-byte header length"
+    with open(path, 'rb') as f:
+        n = int.from_bytes(f.read(8), 'little')
+        if 8 + n > size: return f"a header of {n:,} bytes in a file of {size:,}"
+        try: end = max((int(v['data_offsets'][1]) for k, v in json.loads(f.read(n)).items() if k != '__metadata__'), default=0)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e: return f"unreadable header ({type(e).__name__})"
+    return None if 8 + n + end == size else f"its tensors need {8 + n + end:,} bytes, the file has {size:,}"
+
 # %% ../nbs/00_store.ipynb #6f802520
 _RENAME_EXCHANGE, _AT_FDCWD = 2, -100
 
@@ -198,6 +210,24 @@ def replace_dir(new:str|Path, # A complete folder (usually a sibling made by `at
     _fsync_dir(path.parent)
     return path
 
+def _umask() -> int:
+    "The process's umask, read without changing it where the system says it (Linux); elsewhere set and put back at once."
+    try:
+        for line in Path('/proc/self/status').read_text().splitlines():
+            if line.startswith('Umask:'): return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError): pass
+    m = os.umask(0o022); os.umask(m)
+    return m
+
+def _follow_umask(path:Path):
+    "Give `path` and every folder and file under it the mode the umask gives a new one (executable files stay executable)."
+    u = _umask()
+    for root, dirs, files in os.walk(path):
+        os.chmod(root, 0o777 & ~u)
+        for f in files:
+            p = os.path.join(root, f); st = os.lstat(p)
+            if not stat.S_ISLNK(st.st_mode): os.chmod(p, (0o777 if st.st_mode & 0o111 else 0o666) & ~u)
+
 @contextmanager
 def _aside(path:Path):
     "A new hidden sibling folder of `path`: flushed to disk when the block succeeds, removed if it raises."
@@ -205,7 +235,7 @@ def _aside(path:Path):
     tmp.mkdir()
     try:
         yield tmp
-        fsync_tree(tmp)
+        _follow_umask(tmp); fsync_tree(tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True); raise
 
