@@ -80,7 +80,8 @@ def evaluate_model(model,                 # A model folder, hub id or `Encoder`
     from gaprune_nb.data import data_root
     from gaprune_nb.evaluation import evaluate
     from gaprune_nb.pipeline import read_folders
-    from gaprune_nb.store import check_output_file, write_text
+    from gaprune_nb.outputs import check_output_file
+    from gaprune_nb.store import write_text
     limit, root = _as_limit(limit), data_root(data)
     src = None if isinstance(model, Encoder) else model_source(model)
     if out: out = check_output_file(out, read_folders(root, src), ours=_eval_report)  # before the evaluation, not after
@@ -132,7 +133,8 @@ def _unevaluated(out:str|Path, # A run folder
     "The saved report of a complete `prune` run of exactly `cfg` in `out` that has no evaluation yet (a `run` stopped in it), else None."
     import json
     from dataclasses import asdict
-    from gaprune_nb.store import read_manifest, to_json
+    from gaprune_nb.outputs import read_manifest
+    from gaprune_nb.store import to_json
     f = Path(out)/'gaprune_report.json'
     try: rep = json.loads(f.read_text())
     except (OSError, ValueError): return None

@@ -17,11 +17,11 @@ from transformers import AutoModel, AutoTokenizer
 
 from .arch import (ARCHS, AUTO_MAP, SLIM_CLASS, SLIM_FILE, UnsupportedArchitecture, check_embedder, find_layers,
                              mlp_linears, restore_dropped, slim_code)
-from .store import atomic_update, canonicalize_file
+from .store import atomic_update, canonicalize_file, safetensors_damage
 
 # %% auto #0
 __all__ = ['seed_everything', 'pool', 'make_instruction', 'ModelLoadError', 'model_source', 'evaluating', 'Encoder',
-           'write_model_files', 'param_breakdown', 'info_nce']
+           'check_device_available', 'write_model_files', 'param_breakdown', 'info_nce']
 
 # %% ../nbs/00c_core.ipynb #0b2752f3
 def seed_everything(seed:int=0): # The seed for Python, NumPy and torch
@@ -89,7 +89,19 @@ _ST_POOL_INV = {**{v: k for k, v in _ST_POOL.items()}, 'pooling_mode_mean_tokens
                 'pooling_mode_cls_token': 'cls', 'pooling_mode_lasttoken': 'last',
                 'pooling_mode_weightedmean_tokens': 'weighted_mean'}
 
-def _read_json(p:Path): return json.loads(p.read_text()) if p.exists() else {}
+def _read_json(p:Path):
+    "A JSON file of a model folder ({} if absent); a `ModelLoadError` naming it, and what to do, if it is not valid JSON."
+    if not p.exists(): return {}
+    try: return json.loads(p.read_text())
+    except ValueError as e:  # not JSON, or not UTF-8
+        at = f" (line {e.lineno}, column {e.colno})" if isinstance(e, json.JSONDecodeError) else ''
+        raise ModelLoadError(f"model folder {p.parent}: {p.name} is not valid JSON{at}: {getattr(e, 'msg', e)}; "
+                             f"restore it from the model's source") from None
+
+def _backend_settings(tok) -> tuple|None:
+    "The truncation and padding of a fast tokenizer's backend (every padded, truncated call changes them); None if slow."
+    b = getattr(tok, 'backend_tokenizer', None)
+    return None if b is None else (b.truncation, b.padding)
 
 def _st_settings(path:Path) -> dict:
     "Pooling, normalisation, prompts, max length and the modules after pooling (Dense, ...) of a sentence-transformers folder."
@@ -150,6 +162,7 @@ class Encoder(nn.Module):
         self.prompts, self.default_prompt_name = dict(prompts or {}), default_prompt_name
         self.training = model.training  # an Encoder is in the mode of the model it wraps (eval after from_pretrained)
         if tokenizer.pad_token is None: tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+        vars(tokenizer).setdefault('_gaprune_loaded', _backend_settings(tokenizer))  # saved with these (`write_model_files`)
         spec = ARCHS.get(getattr(model.config, 'model_type', None))
         self._positions = (spec is None or spec.explicit_positions) and \
             'position_ids' in inspect.signature(model.forward).parameters
@@ -182,6 +195,30 @@ def _hub_folder(repo:str) -> tuple[Path, dict]:
         raise ModelLoadError(f"model {repo!r} is not a folder here, and loading it as a Hugging Face hub id failed "
                              f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
 
+def check_device_available(device:str|None # A torch device name ('cpu', 'cuda', 'cuda:1', 'mps') or None (cpu)
+                          ) -> str|None:
+    "`device` if this torch can run on it, else a `ValueError` saying what to use (`options.check_device` checks the name)."
+    d, ver = torch.device(device or 'cpu'), f"this torch ({torch.__version__})"
+    if d.type == 'cuda':
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if torch.version.cuda is None and torch.version.hip is None: why = f"{ver} has no CUDA; use --device cpu or install a CUDA build of torch"
+        elif not n: why = f"{ver} finds no CUDA GPU (check the driver and CUDA_VISIBLE_DEVICES); use --device cpu"
+        elif (d.index or 0) >= n: why = f"this machine has {n} CUDA GPU(s), cuda:0 to cuda:{n - 1}; use one of them or --device cpu"
+        else: return device
+    elif d.type == 'mps' and not torch.backends.mps.is_available():
+        why = (f"{ver} has no MPS support (macOS only)" if not torch.backends.mps.is_built() else
+               "MPS is not available on this machine") + "; use --device cpu"
+    else: return device
+    raise ValueError(f"--device {device}: {why}")
+
+def _check_weights(folder:Path, specs:list):
+    "A `ModelLoadError` naming a weights file whose header and size disagree (cut short by a copy or a download)."
+    shards = (_read_json(folder/'model.safetensors.index.json').get('weight_map') or {}).values()
+    files = [folder/'model.safetensors', *(folder/s for s in sorted(set(shards)))]
+    for f in files + [f for s in specs for f in sorted((folder/s['path']).glob('*.safetensors'))]:
+        if f.is_file() and (why := safetensors_damage(f)):
+            raise ModelLoadError(f"{f} is damaged or truncated ({why}); re-download or re-save the model")
+
 @patch(cls_method=True)
 def from_pretrained(cls:Encoder, name_or_path:str|Path, # A local folder or a Hugging Face hub id
                     pooling:str|None=None,        # Default: the folder's sentence-transformers pooling, else 'mean'
@@ -191,10 +228,12 @@ def from_pretrained(cls:Encoder, name_or_path:str|Path, # A local folder or a Hu
                     device:str|None=None, padding_side:str|None=None,
                     **model_kwargs) -> Encoder:
     "Load the whole embedding model: transformer, pooling, the modules after it (Dense, ...), prompts and settings."
+    check_device_available(device)
     p = model_source(name_or_path)
     if isinstance(p, Path):
         ours = {k: v for k, v in _read_json(p/'gaprune_encoder.json').items() if k != 'head'}  # 'head' there: names only
         folder, saved = p, {**_st_settings(p), **ours}
+        _check_weights(p, saved.get('head') or [])
     else: folder, saved = _hub_folder(p)
     given = dict(pooling=pooling, query_prompt=query_prompt, document_prompt=document_prompt,
                  max_length=max_length, normalize=normalize, add_eos=add_eos)
@@ -292,11 +331,27 @@ def _write_st_files(enc:Encoder, path:Path):
         dict(prompts=prompts, default_prompt_name=enc.default_prompt_name, similarity_fn_name='cosine'), indent=2))
     (path/'gaprune_encoder.json').write_text(json.dumps(enc.settings, indent=2))
 
+def _set_backend(tok, settings:tuple):
+    "Give a fast tokenizer's backend this (truncation, padding)."
+    (trunc, pad), b = settings, tok.backend_tokenizer
+    b.no_truncation() if trunc is None else b.enable_truncation(**trunc)
+    b.no_padding() if pad is None else b.enable_padding(**pad)
+
+@contextmanager
+def _as_loaded(tok):
+    "Inside the block a fast tokenizer has the truncation and padding it had when an `Encoder` first wrapped it."
+    loaded, now = vars(tok).get('_gaprune_loaded'), _backend_settings(tok)
+    if loaded is None or now is None or loaded == now: yield; return
+    _set_backend(tok, loaded)
+    try: yield
+    finally: _set_backend(tok, now)  # the live tokenizer goes on as it was
+
 def write_model_files(enc:Encoder, # The model to save
                       path:Path,   # An existing (usually empty, temporary) folder
                       **kwargs):   # Passed to transformers' `save_pretrained`
     "Model, tokenizer and sentence-transformers files into the existing folder `path`, with deterministic bytes."
-    enc.model.save_pretrained(path, **kwargs); enc.tokenizer.save_pretrained(path)
+    enc.model.save_pretrained(path, **kwargs)
+    with _as_loaded(enc.tokenizer): enc.tokenizer.save_pretrained(path)  # not the last encoding call's truncation and padding
     _write_st_files(enc, path)
     if (getattr(enc.model.config, 'auto_map', None) or {}).get('AutoModel') == AUTO_MAP['AutoModel']:  # `mark_slim`
         (path/SLIM_FILE).write_text(slim_code(enc.model.config.model_type))  # the file that rebuilds drops and widths

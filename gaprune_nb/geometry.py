@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from .data import domain_triplets
-from .store import atomic_dir, check_output
+from .outputs import check_output, run_folder
 
 # %% auto #0
 __all__ = ['METRICS', 'SET_SIZE', 'alignment', 'uniformity', 'cross_correlation', 'effective_dimension', 'effective_rank',
@@ -260,7 +260,7 @@ def analyze(runs:list,            # Run folders written by `gaprune prune` / `ru
     wide = tab.assign(cell=[f'{v:.4g} [{lo:.4g}, {hi:.4g}]' for v, lo, hi in zip(tab.value, tab.lo, tab.hi)]).pivot(index='model', columns='metric', values='cell')
     md = ['| model | ' + ' | '.join(wide.columns) + ' |', '|---' * (len(wide.columns) + 1) + '|']
     md += [f'| {m} | ' + ' | '.join(r) + ' |' for m, r in zip(wide.index, wide.to_numpy())]
-    with atomic_dir(out, 'analyze') as tmp:  # written aside, swapped in whole
+    with run_folder(out, 'analyze') as tmp:  # written aside, swapped in whole
 
         tab.to_csv(tmp/'geometry.csv', index=False)
         (tmp/'geometry.md').write_text(f'# Geometry on {len(trip)} held-out {domain} triplets (95% bootstrap intervals)\n\n' + '\n'.join(md) + '\n')

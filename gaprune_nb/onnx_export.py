@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from .core import Encoder
-from .store import atomic_update
+from .outputs import add_files
 
 # %% auto #0
 __all__ = ['export_onnx', 'OnnxEncoder']
@@ -37,7 +37,7 @@ def export_onnx(encoder:Encoder,        # The model (pruned, slimmed or dense); 
     b = enc.tokenize(example or ['an example text to trace', 'another'], 'document')
     bt, sq = torch.export.Dim('batch'), torch.export.Dim('tokens')
     names = {'fp32': 'model.onnx', **({'int8': 'model_int8.onnx'} if int8 else {})}
-    with atomic_update(out, 'onnx') as tmp:  # written aside: a graph and its weights file appear together (other files in `out` stay; a file of the same name that an export did not write is refused)
+    with add_files(out, 'onnx') as tmp:  # written aside: a graph and its weights file appear together (other files in `out` stay; a file of the same name that an export did not write is refused)
         with torch.no_grad(), warnings.catch_warnings():  # the exporter's notes on axis names and pytree internals
             warnings.simplefilter('ignore', (UserWarning, FutureWarning))
             torch.onnx.export(_Embed(enc).eval(), (b['input_ids'], b['attention_mask']), str(tmp/names['fp32']),

@@ -22,7 +22,8 @@ from .sparsegpt import obs_prune
 from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
 from .options import DTYPES, IN_MEMORY, POOLINGS, STAT_FIELDS, ScoreConfig, check_device, check_scope, method, stat_fields, RunConfig
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, dataset_sha256
-from .store import atomic_dir, check_output, check_space, sha256_json, state_dict_sha256, to_json, write_json, write_text
+from .store import atomic_dir, sha256_json, state_dict_sha256, to_json, write_json, write_text
+from .outputs import check_output, check_space, run_folder
 
 # %% auto #0
 __all__ = ['CACHE_MARKER', 'ACT_FACTOR', 'calibration_sets', 'calibrate', 'save_calibration', 'load_calibration', 'stage',
@@ -380,7 +381,7 @@ def save_run(out:str|Path,                 # The run folder (replaced atomically
              calib:dict|None=None          # Saved under `calibration/` if given
             ) -> Path:
     "Write model, mask, statistics, calibration triplets and report to `out`, atomically (an old run stays until then)."
-    with atomic_dir(out, 'prune') as tmp:
+    with run_folder(out, 'prune') as tmp:
         if calib: save_calibration(calib, tmp/'calibration')
         write_model_files(enc, tmp)
         save_mask(mask, tmp/'mask.safetensors', metadata={'method': report['config']['method']})

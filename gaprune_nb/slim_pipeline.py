@@ -16,7 +16,8 @@ from .options import SlimConfig, method
 from .pipeline import RunConfig, calibrate, load_kwargs, read_folders, recorded_model, score, stage, statistics, token_limit
 from .retraining import RetrainConfig, retrain
 from .slimming import gate_scores, mlp_widths, neuron_scores, slim, train_gates
-from .store import atomic_dir, check_output, check_space, write_json
+from .store import write_json
+from .outputs import check_output, check_space, run_folder
 
 # %% auto #0
 __all__ = ['slim_run']
@@ -74,7 +75,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
                   dropped=dropped_sublayers(enc), widths=mlp_widths(enc),
                   gate_training=hist[-1] if hist else None, seconds=t)
     if out is not None:
-        with stage(t, 'save', say), atomic_dir(out, 'slim') as tmp:
+        with stage(t, 'save', say), run_folder(out, 'slim') as tmp:
 
             write_model_files(enc, tmp)
             write_json(tmp/'slim_report.json', {k: v for k, v in report.items() if k != 'seconds'})  # last: marks a finished run
