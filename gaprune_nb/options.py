@@ -263,6 +263,9 @@ class RunConfig(ModelConfig):
             raise ValueError(f"stats_groups must be a positive integer (1: all matrices in one pass), not {self.stats_groups!r}")
         if self.pool is not None and not (isinstance(self.pool, int) and self.pool >= 0):
             raise ValueError(f"pool must be a non-negative integer (0 or None: all triplets), not {self.pool!r}")
+        if (m.calib or self.update) and self.pool and self.n_calib > self.pool:  # k-means cannot choose more than the pool holds
+            raise ValueError(f"n_calib={self.n_calib} is more than pool={self.pool}, the triplets per side it is chosen from: set "
+                             f"n_calib (--n-calib) to at most {self.pool}, or pool (--pool) to at least {self.n_calib} (0 or None: all triplets).")
         if self.max_length is not None and not (isinstance(self.max_length, int) and self.max_length >= 1):
             raise ValueError(f"max_length must be a positive integer or None, not {self.max_length!r}")
 

@@ -21,7 +21,7 @@ from .dai import importance
 from .sparsegpt import obs_prune
 from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
 from .options import DTYPES, IN_MEMORY, POOLINGS, STAT_FIELDS, ScoreConfig, check_device, check_scope, method, stat_fields, RunConfig
-from .stats_io import StatsCorrupt, StatsMismatch, check_identity, dataset_sha256
+from .stats_io import StatsCorrupt, StatsMismatch, check_identity, checksum_problem, dataset_sha256, write_checksums
 from .store import atomic_dir, sha256_json, state_dict_sha256, to_json, write_json, write_text
 from .outputs import check_output, check_space, run_folder
 
@@ -60,14 +60,23 @@ def calibrate(encoder:Encoder,             # The model the triplets are chosen w
              ) -> dict:
     "Stage 1: the calibration triplets of a run: {'general': Dataset, cfg.domain: Dataset}."
     make = lambda: calibration_sets(encoder, cfg.domain, cfg.n_calib, cfg.seed, cfg.pool, cfg.data, show_progress, cfg.balance)
-    if cache is None: return make()
+    if cache is None: return _say_short(make(), cfg)
     key = sha256_json(dict(weights=state_dict_sha256(encoder), data=str(data_root(cfg.data)),  # what the choice depends on
                            **{k: getattr(cfg, k) for k in ('domain', 'n_calib', 'pool', 'seed', 'balance')}))[:12]
     where = Path(cache)/f'calibration-{key}'
-    if not where.exists():
+    if bad := where.exists() and checksum_problem(where, '*.jsonl'):  # edited, damaged or unchecked: never used
+        print(f"   cached calibration triplets not used, recomputed: {bad}", file=sys.stderr)
+    if bad or not where.exists():
         _open_work_dir(Path(cache))
-        with atomic_dir(where) as tmp: save_calibration(make(), tmp)
-    return load_calibration(where)   # the same Datasets on the first call and on every later one
+        with atomic_dir(where) as tmp: write_checksums(save_calibration(make(), tmp), '*.jsonl')
+    return _say_short(load_calibration(where), cfg)   # the same Datasets on the first call and on every later one
+
+def _say_short(calib:dict, cfg:RunConfig) -> dict:
+    "`calib`, after a line on stderr if a side has fewer triplets than `cfg.n_calib` (the data, or the pool, hold fewer)."
+    if short := [f'{k} {len(v)}' for k, v in calib.items() if len(v) < cfg.n_calib]:
+        print(f"   calibration: fewer triplets than the {cfg.n_calib} per side asked (n_calib): only {', '.join(short)} available "
+              f"(pool {cfg.pool or 'all'}{', an equal share per triplet file' if cfg.balance and cfg.pool else ''}); the run uses these", file=sys.stderr)
+    return calib
 
 def save_calibration(calib:dict, # As returned by `calibrate`
                      path:str|Path # A folder: one `<side>.jsonl` per side is written
@@ -187,7 +196,8 @@ def statistics(enc:Encoder,                 # The model (its scored MLP weights 
             try:
                 st = GradientStats.load(where/'stats', enc, gen, dom, cfg.domain)
                 if set(fields or STAT_FIELDS) <= set(st.fields): return st, dict(statistics=f'loaded from {where/"stats"}')
-            except (StatsMismatch, StatsCorrupt): pass
+            except (StatsMismatch, StatsCorrupt, FileNotFoundError) as e:
+                print(f"   cached statistics {where/'stats'} not used, recomputed: {str(e).split('; delete')[0]}", file=sys.stderr)  # its advice: done here
             shutil.rmtree(where/'stats')  # ours, and stale or short of a field this method reads: recompute
         for attempt in (0, 1):
             step = checkpoint_step(ckpt) if ckpt else 0
@@ -195,8 +205,9 @@ def statistics(enc:Encoder,                 # The model (its scored MLP weights 
                 stats = gradient_statistics(enc, gen, dom, checkpoint_dir=ckpt, checkpoint_every=checkpoint_every,
                                             show_progress=show_progress, fields=fields, recompute=cfg.recompute, **kw)
                 break
-            except (StatsMismatch, StatsCorrupt):  # a checkpoint of other settings or weights in our own folder
+            except (StatsMismatch, StatsCorrupt, FileNotFoundError) as e:  # a damaged checkpoint, or one of other settings or weights, in our own folder
                 if attempt or ckpt is None: raise
+                print(f"   checkpoint {ckpt} not used, statistics recomputed from the start: {str(e).split('; delete')[0]}", file=sys.stderr)
                 shutil.rmtree(ckpt)
     if step and show_progress: print(f"   resumed from step {step} of {total} ({ckpt})", file=sys.stderr)
     main = rank_world()[0] == 0  # under torchrun / accelerate: every process has the all-reduced statistics

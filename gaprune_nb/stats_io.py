@@ -18,7 +18,7 @@ from .store import (atomic_dir, recover_dir, save_tensors, sha256_file, sha256_j
 # %% auto #0
 __all__ = ['TRIPLET_COLUMNS', 'TENSORS_FILE', 'StatsMismatch', 'dataset_sha256', 'dataset_identity', 'config_sha256',
            'model_identity', 'identity_diff', 'check_identity', 'StatsCorrupt', 'shard_name', 'write_atomic',
-           'read_manifest', 'verify_dir', 'read_dir', 'LazyTensors']
+           'read_manifest', 'verify_dir', 'read_dir', 'write_checksums', 'checksum_problem', 'LazyTensors']
 
 # %% ../nbs/02b_stats_io.ipynb #1d759d5d
 class StatsMismatch(ValueError):
@@ -177,6 +177,30 @@ def read_dir(path:str|Path,              # A folder written by `write_atomic`
     try: return (LazyTensors.open(files, device) if lazy else {k: v for f in files for k, v in load_file(str(f), device=str(device)).items()}), meta
     except Exception as e: raise StatsCorrupt(f"{files[0]} cannot be read ({e}); delete {path} and recompute.") from None
 
+
+# %% ../nbs/02b_stats_io.ipynb #bc3fc510
+def write_checksums(path:str|Path,   # A folder (e.g. the temporary one of `store.atomic_dir`)
+                    pattern:str='*'  # Its files whose sha256 are recorded
+                   ) -> Path:
+    "Write `manifest.json` into `path` with the sha256 of each of its files that match `pattern` (see `checksum_problem`)."
+    path = Path(path)
+    return write_json(path/'manifest.json', dict(files={p.name: sha256_file(p) for p in sorted(path.glob(pattern))
+                                                         if p.name != 'manifest.json'}))
+
+def checksum_problem(path:str|Path,   # A folder written with `write_checksums`
+                     pattern:str='*'  # Its files that the manifest must list
+                    ) -> str|None:
+    "What is wrong with the files of `path` against its `manifest.json`, in words that name the file; None if nothing."
+    path, man = Path(path), Path(path)/'manifest.json'
+    try: files = json.loads(man.read_bytes())['files']
+    except (OSError, ValueError, KeyError, TypeError): files = None
+    if not isinstance(files, dict): return f"{man} is missing or unreadable"
+    for name in sorted(({p.name for p in path.glob(pattern)} - {'manifest.json'}) | set(files)):
+        f = path/name
+        if name not in files: return f"{f} is not in its manifest"
+        if not f.is_file(): return f"{f} is missing"
+        if sha256_file(f) != files[name]: return f"{f} does not match the sha256 in its manifest (damaged or edited)"
+    return None
 
 # %% ../nbs/02b_stats_io.ipynb #872b76b6
 class LazyTensors(Mapping):
