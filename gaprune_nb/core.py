@@ -252,7 +252,12 @@ def from_pretrained(cls:Encoder, name_or_path:str|Path, # A local folder or a Hu
     if type(model).__name__ != SLIM_CLASS: restore_dropped(model)  # older folders: re-apply sub-layer drops
     tok = AutoTokenizer.from_pretrained(str(p))
     if padding_side: tok.padding_side = padding_side
-    kw.setdefault('max_length', min(getattr(tok, 'model_max_length', 512) or 512, 512))
+    c = model.config  # positions a text may use: roberta-style models number them from pad_token_id + 1
+    room = (getattr(c, 'max_position_embeddings', None) or 1 << 30) - ((c.pad_token_id or 0) + 1 if c.model_type in ('roberta', 'xlm-roberta', 'mpnet', 'camembert') else 0)
+    if (given.get('max_length') or 0) > room: raise ModelLoadError(f"model {name_or_path}: max_length {given['max_length']} is more than its {room} positions; give --max-length {room} or less.")
+    kw['max_length'] = min(kw.get('max_length') or min(getattr(tok, 'model_max_length', 512) or 512, 512), room)  # a folder's own setting too
+
+
     specs = saved.get('head') or []
     head = [h.to(dtype) if dtype else h for h in _load_head(folder, specs)]
     enc = cls(model, tok, head=head, head_paths=[h['path'] for h in specs], prompts=saved.get('prompts'),

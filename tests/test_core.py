@@ -67,3 +67,16 @@ def test_failed_save_leaves_nothing_behind(tmp_path, monkeypatch):
     monkeypatch.setattr(tok, 'save_pretrained', boom)
     with pytest.raises(RuntimeError, match='disk full'): enc.save_pretrained(tmp_path / 'out')
     assert list(tmp_path.iterdir()) == []
+
+
+def test_token_limit_never_exceeds_the_models_positions(tmp_path):
+    "A folder whose tokenizer says 512 but whose model has 256 positions loads with 256 (texts longer would index past the table); asking for more is one clear error."
+    from gaprune_nb.core import Encoder, ModelLoadError
+    from gaprune_nb.fixtures import tiny_model
+    Encoder(*tiny_model('bert')).save_pretrained(tmp_path / 'm')
+    enc = Encoder.from_pretrained(tmp_path / 'm')
+    room = enc.model.config.max_position_embeddings
+    assert enc.max_length == room < 512
+    enc.encode(['word ' * 600], kind='document')  # a text past the limit is truncated, not an IndexError
+    with pytest.raises(ModelLoadError, match=f'max_length {room + 1} is more than its {room} positions'):
+        Encoder.from_pretrained(tmp_path / 'm', max_length=room + 1)
