@@ -123,11 +123,22 @@ class TaskScores:
         if idx is None: idx = np.arange(len(self.values))
         v = self.values[idx]
         if self.gold is None: return v.mean(-1)
-        g = self.gold[idx]
-        if v.ndim == 1: return float(spearmanr(v, g).statistic)
-        rv, rg = rankdata(v, axis=-1), rankdata(g, axis=-1)
-        rv, rg = rv - rv.mean(-1, keepdims=True), rg - rg.mean(-1, keepdims=True)
-        return (rv * rg).sum(-1) / np.sqrt((rv**2).sum(-1) * (rg**2).sum(-1))
+        if v.ndim == 1: return float(spearmanr(v, self.gold[idx]).statistic)
+        (rv, c), (rg, _) = _drawn_ranks(self.values, idx), _drawn_ranks(self.gold, idx)  # Spearman = Pearson of the ranks
+        rv, rg = rv - (c * rv).sum(-1, keepdims=True) / idx.shape[1], rg - (c * rg).sum(-1, keepdims=True) / idx.shape[1]
+        return (c * rv * rg).sum(-1) / np.sqrt((c * rv**2).sum(-1) * (c * rg**2).sum(-1))
+
+def _drawn_ranks(x:np.ndarray, idx:np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    "For each resample (a row of `idx`): every item's average rank among the drawn values (ties shared, as `rankdata`), and how often it was drawn."
+    R, n = idx.shape[0], len(x)
+    counts = np.bincount((np.arange(R)[:, None] * n + idx).ravel(), minlength=R * n).reshape(R, n).astype(float)
+    order = np.argsort(x, kind='stable'); xs = x[order]
+    cs = np.cumsum(counts[:, order], axis=1)
+    start, end = np.searchsorted(xs, xs, 'left'), np.searchsorted(xs, xs, 'right') - 1  # each item's run of equal values
+    below = np.where(start > 0, cs[:, np.maximum(start - 1, 0)], 0.)
+    ranks = np.empty_like(cs); ranks[:, order] = below + (cs[:, end] - below + 1) / 2
+    return ranks, counts
+
 
 def _embed(encoder, texts:list[str], kind:str, batch_size:int, cache:dict) -> np.ndarray:
     todo = [t for t in dict.fromkeys(texts) if (kind, t) not in cache]
