@@ -12,7 +12,8 @@ Exit 1 on a broken link or a page written twice; pages without results and small
    that is not an API signature from `show_doc`): a page of code and no results says the notebook was saved unrun.
 3. **Once**: every page is written once: no two pages of the site have the same content under two names.
 4. **Figures** (headless Chromium, skipped with a message when it cannot run): at a 1280-px-wide window, no `<img>`
-   is shown at less than 60% of its natural width, where its labels become too small to read.
+   is shown at less than 60% of its natural width (its `width` attribute for a figure saved at twice its size), where
+   its labels become too small to read.
 """
 import hashlib, html, json, re, shutil, subprocess, sys, tempfile
 from collections import defaultdict
@@ -110,7 +111,8 @@ def check_once(site: Path) -> list[str]:
 
 
 PROBE = """<script>window.addEventListener('load', () => setTimeout(() => {
-  const r = [...document.images].map(i => ({src: i.getAttribute('src') || '', alt: i.alt || '', natural: i.naturalWidth,
+  const r = [...document.images].map(i => ({src: i.getAttribute('src') || '', alt: i.alt || '',
+             natural: parseInt(i.getAttribute('width')) || i.naturalWidth,   // a retina figure's own width, else its pixels
              shown: Math.round(i.getBoundingClientRect().width)}));
   const p = document.createElement('pre'); p.id = '__check_site_images'; p.textContent = JSON.stringify(r);
   document.body.appendChild(p); }, 300));</script>"""
