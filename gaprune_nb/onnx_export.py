@@ -51,7 +51,7 @@ def export_onnx(encoder:Encoder,        # The model (pruned, slimmed or dense); 
     return {k: out/v for k, v in names.items()}
 
 class OnnxEncoder:
-    "An exported model in onnxruntime, with the `Encoder`'s tokenizer, prompts and normalisation: `encode` like `Encoder.encode`."
+    "An exported model in onnxruntime, with the `Encoder`'s tokenizer, prompts and normalisation: `encode` like the `Encoder`'s `encode`."
     def __init__(self, path:str|Path,      # model.onnx or model_int8.onnx from `export_onnx`
                  encoder:Encoder,          # The model it was exported from (tokenizer, prompts, max length, normalize)
                  threads:int|None=None):   # onnxruntime intra-op threads (default: its own choice)

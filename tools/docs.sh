@@ -7,4 +7,5 @@ export GAPRUNE_DATA="${GAPRUNE_DATA:-$(cd .. && pwd)/shared/data}"
 nbdev_docs
 python3 tools/offline_math.py _docs   # KaTeX from the npm registry into the site: formulas render offline
 python3 tools/check_math.py _docs     # every formula typeset (headless Chromium; skipped without it)
+python3 tools/check_site.py _docs     # links resolve, pages show results, each page once, figures legible
 echo "docs: $PWD/_docs/index.html"
