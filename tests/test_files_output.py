@@ -206,3 +206,14 @@ def test_ctrl_c_in_evaluation_then_the_same_command_evaluates_the_saved_model(tm
     assert {k: v for k, v in after.items() if not k.startswith('gaprune_report')} == \
            {k: v for k, v in saved.items() if not k.startswith('gaprune_report')}
     assert sorted(p.name for p in tmp_path.iterdir()) == ['run']
+
+
+def test_eval_json_replaces_its_own_previous_report(tmp_path, bert):
+    "The other half of the rule: a report `gaprune eval --json` wrote may be replaced by the next one (the same command twice)."
+    if not Path(REAL_DATA, 'retrieval').is_dir(): pytest.skip('real data folder not found (set GAPRUNE_DATA)')
+    out = tmp_path / 'reports' / 'tiny.json'
+    for _ in range(2):
+        r = gaprune('eval', '--model', bert, '--data', REAL_DATA, '--limit', 'tiny', '--suite', 'general', '--json', out)
+        assert r.returncode == 0, r.stderr[-2000:]
+    assert set(json.loads(out.read_text())) >= {'model', 'scores', 'types'}
+    assert [p.name for p in out.parent.iterdir()] == ['tiny.json']  # no temporary file left beside it
