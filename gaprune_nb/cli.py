@@ -9,6 +9,7 @@ from collections import namedtuple
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 
+from .dist import init_distributed  # light too: torch.distributed is imported when a process group is joined
 from .options import DOMAINS, DTYPES, METHODS, POOLINGS, REGISTRY, RunConfig, ScoreConfig, SlimConfig, check_device, check_scope  # light: no torch, so --help and bad arguments answer at once
 
 # %% auto #0
@@ -346,14 +347,6 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 # %% ../nbs/12_cli.ipynb #ec0e3511
-def _init_distributed(device:str|None):
-    "Join the process group `torchrun` / `accelerate launch` describe in the environment (gloo on CPU, nccl on CUDA)."
-    if int(os.environ.get('WORLD_SIZE', '1')) <= 1: return device
-    import torch.distributed as dist
-    cuda = str(device or '').startswith('cuda')
-    if not dist.is_initialized(): dist.init_process_group('nccl' if cuda else 'gloo')
-    return f"cuda:{os.environ.get('LOCAL_RANK', '0')}" if device == 'cuda' else device
-
 def _from_args(cls, a, **kw):
     "The dataclass `cls` made from the parsed flags `a` of its fields (those in `kw` given)."
     return cls(**{f.name: getattr(a, f.name) for f in fields(cls) if f.name not in kw}, **kw)
@@ -374,7 +367,7 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
         if args.cmd == 'demo': demo(args.model, args.domain, args.n, args.data, **load)
         elif args.cmd == 'prune':
             from gaprune_nb.pipeline import prune_run, report_markdown
-            args.device = _init_distributed(args.device)
+            args.device = init_distributed(args.device)
             _, _, rep = prune_run(_config(args), out=args.out, stats=args.stats, **run_kw())
             if _rank() > 0: return
             print(report_markdown(rep), end='')
@@ -385,7 +378,7 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
                                  batch_size=args.batch_size, max_length=args.max_length, **load)
             print(table([rep]).round(2).T.to_string())
         elif args.cmd == 'run':
-            args.device = _init_distributed(args.device)
+            args.device = init_distributed(args.device)
             run(_config(args), args.out, args.limit, args.general, **run_kw(), dev=args.dev)
         elif args.cmd == 'analyze':
             from gaprune_nb.geometry import analyze

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json, math, os, shutil, sys, time
 import torch
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from . import __version__
@@ -15,7 +15,8 @@ from .core import Encoder, find_layers, mlp_linears, model_source, seed_everythi
 from datasets import concatenate_datasets
 from .data import DOMAINS, catalog, data_root, domain_triplets, load_triplets
 from .sampling import kmeans_sample
-from .fisher import GradientStats, barrier, checkpoint_step, gradient_statistics, rank_world
+from .dist import barrier, init_distributed, rank_world
+from .fisher import GradientStats, checkpoint_step, gradient_statistics
 from .stat_groups import grouped_statistics
 from .dai import importance
 from .sparsegpt import obs_prune
@@ -254,6 +255,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
              ) -> tuple[Encoder, dict, dict]:
     "The stages in a row: calibrate, statistics, score, select, apply, save. Returns (pruned encoder, mask, report)."
     from gaprune_nb.fixtures import minilm_path
+    if (dev := init_distributed(cfg.device)) != cfg.device: cfg = replace(cfg, device=dev)  # under torchrun: this process's GPU
     m, say = method(cfg.method), show_progress and rank_world()[0] == 0  # one process talks
     # every check before anything is loaded
     needs_calib = m.calib or cfg.update is not None   # the OBS update's Hessians come from the domain triplets
