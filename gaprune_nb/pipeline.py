@@ -20,6 +20,7 @@ from .fisher import GradientStats, checkpoint_step, gradient_statistics
 from .stat_groups import grouped_statistics
 from .dai import importance
 from .sparsegpt import obs_prune
+from .memory import check_memory, disk_needed
 from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
 from .options import DTYPES, IN_MEMORY, POOLINGS, STAT_FIELDS, ScoreConfig, check_device, check_scope, method, stat_fields, RunConfig
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, checksum_problem, dataset_sha256, write_checksums
@@ -27,9 +28,8 @@ from .store import atomic_dir, sha256_json, state_dict_sha256, to_json, write_js
 from .outputs import check_output, check_space, run_folder
 
 # %% auto #0
-__all__ = ['CACHE_MARKER', 'ACT_FACTOR', 'calibration_sets', 'calibrate', 'save_calibration', 'load_calibration', 'stage',
-           'load_kwargs', 'recorded_model', 'read_folders', 'token_limit', 'statistics', 'score', 'select', 'apply',
-           'prune_run', 'NotEnoughMemory', 'memory_needed', 'disk_needed', 'memory_total', 'check_memory',
+__all__ = ['CACHE_MARKER', 'calibration_sets', 'calibrate', 'save_calibration', 'load_calibration', 'stage', 'load_kwargs',
+           'recorded_model', 'read_folders', 'token_limit', 'statistics', 'score', 'select', 'apply', 'prune_run',
            'report_markdown', 'write_report', 'save_run']
 
 # %% ../nbs/11_pipeline.ipynb #fd0bd672
@@ -302,63 +302,6 @@ def prune_run(cfg:RunConfig,                      # The run's settings
         if work is not None and cache is None: shutil.rmtree(work, ignore_errors=True)
     barrier()
     return enc, mask, report
-
-# %% ../nbs/11_pipeline.ipynb #2ee5da90
-class NotEnoughMemory(ValueError): "A run's estimated memory exceeds what its device has free."
-
-ACT_FACTOR = 1.3  # activations held per token, per MLP matrix's (inputs + outputs): fitted on measured peaks (`bench/`)
-
-def memory_needed(enc:Encoder,  # The loaded model
-                  cfg:RunConfig # The run's settings (method, scoring settings, batch size, token limit)
-                 ) -> dict:
-    "Bytes a run needs beyond the loaded model, by part: the statistics pass's parts and the scoring pass's."
-    lin = mlp_linears(enc).values()
-    sizes = [m.weight.numel() for m in lin]
-    n, big = sum(sizes), max(sizes)
-    m = method(cfg.method)
-    scores = (4 * big if m.per_matrix else 4 * n) + 4 * n * m.held  # scores made matrix by matrix, or all at once
-    fields = stat_fields(cfg.method, cfg.score)
-    paired = any(f in fields for f in ('cross', 'sq_gen', 'sq_dom'))
-    tokens = min(enc.max_length, cfg.max_length or enc.max_length)  # padded to the longest text, at most this
-    texts = cfg.recompute or 3 * cfg.batch_size  # a batch's queries, positives and negatives, or N texts at a time
-    width = sum(w.in_features + w.out_features for w in lin)  # activations in and out of every MLP matrix, per token
-    return {'gradient statistics': 4 * n * (len(fields) + 2 * paired) // cfg.stats_groups,  # one group's at a time
-            'per-sample gradients': (4 * n if cfg.recompute else 4 * big * (cfg.batch_size + 2)) if fields else 0,
-            'activations': int(ACT_FACTOR * texts * tokens * width * next(enc.parameters()).element_size()) if fields else 0,
-            'scores and masks': scores + 2 * n}  # + the method's mask and magnitude's (bool)
-
-def disk_needed(enc:Encoder,  # The loaded model
-                cfg:RunConfig # The run's settings
-               ) -> int:
-    "Bytes a run folder takes on disk: the model, its keep-mask, and the statistics and their checkpoints if the method reads any."
-    n = sum(m.weight.numel() for m in mlp_linears(enc).values())
-    return sum(p.numel() * p.element_size() for p in enc.parameters()) + n + 2 * 4 * n * len(stat_fields(cfg.method, cfg.score))
-
-
-def memory_total(need:dict # As returned by `memory_needed`
-                ) -> int:
-    "The peak of the two passes: the statistics (accumulators, per-sample gradients, activations), then scoring with them held."
-    return need['gradient statistics'] + max(need['per-sample gradients'] + need['activations'], need['scores and masks'])
-
-def check_memory(enc:Encoder,               # The loaded model
-                 cfg:RunConfig,             # The run's settings
-                 available:int|None=None    # Free bytes on the model's device (default: measured)
-                ) -> dict:
-    "`memory_needed`, or `NotEnoughMemory` naming the largest part and what to change when `memory_total` exceeds `available`."
-    need = memory_needed(enc, cfg)
-    if available is None:
-        dev = enc.device
-        if dev.type == 'cuda': available = torch.cuda.mem_get_info(dev)[0]
-        else: import psutil; available = psutil.virtual_memory().available
-    if memory_total(need) > available and not os.environ.get('GAPRUNE_NO_MEMORY_CHECK'):
-        gb = lambda b: f'{b / 2**30:.1f} GB'
-        part = max(need, key=need.get)
-        raise NotEnoughMemory(
-            f"method {cfg.method!r} needs about {gb(memory_total(need))} beyond the model ({part}: {gb(need[part])}), but "
-            f"{enc.device.type} has {gb(available)} free. Choose a method that reads fewer statistics (gaprune methods; "
-            f"magnitude, wanda and gaprune read none; {', '.join(stat_fields(cfg.method, cfg.score)) or 'none'} now), "
-            f"a smaller --batch-size or --max-length, --recompute 1 (holds one text's activations at a time), --stats-groups K (statistics of 1/K of the matrices at a time, kept on disk), or a device with more memory (--device cuda); GAPRUNE_NO_MEMORY_CHECK=1 skips this check.")
-    return need
 
 # %% ../nbs/11_pipeline.ipynb #887e7321
 def report_markdown(report:dict # As returned by `prune_run`
