@@ -80,7 +80,7 @@ def evaluate_model(model,                 # A model folder, hub id or `Encoder`
     from gaprune_nb.core import Encoder, model_source
     from gaprune_nb.data import data_root
     from gaprune_nb.evaluation import evaluate
-    from gaprune_nb.pipeline import read_folders
+    from gaprune_nb.runs import read_folders
     from gaprune_nb.outputs import check_output_file
     from gaprune_nb.store import write_text
     limit, root = _as_limit(limit), data_root(data)
@@ -155,7 +155,8 @@ def run(cfg,                        # A `RunConfig`
     "The main job: prune, evaluate dense and pruned, report Δ% and timings (the scores also go into the run folder)."
     from gaprune_nb.core import Encoder
     from gaprune_nb.data import data_root
-    from gaprune_nb.pipeline import load_kwargs, prune_run, write_report
+    from gaprune_nb.pipeline import load_kwargs, prune_run
+    from gaprune_nb.runs import write_report
     from gaprune_nb.fixtures import minilm_path
     t0 = time.perf_counter()
     limit = _as_limit(limit); data_root(cfg.data)  # checked before the pruning starts
@@ -366,7 +367,8 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
     try:
         if args.cmd == 'demo': demo(args.model, args.domain, args.n, args.data, **load)
         elif args.cmd == 'prune':
-            from gaprune_nb.pipeline import prune_run, report_markdown
+            from gaprune_nb.pipeline import prune_run
+            from gaprune_nb.runs import report_markdown
             args.device = init_distributed(args.device)
             _, _, rep = prune_run(_config(args), out=args.out, stats=args.stats, **run_kw())
             if _rank() > 0: return

@@ -238,7 +238,7 @@ def analyze(runs:list,            # Run folders written by `gaprune prune` / `ru
     from pathlib import Path
     from gaprune_nb.core import Encoder
     from gaprune_nb.fixtures import minilm_path
-    from gaprune_nb.pipeline import load_calibration
+    from gaprune_nb.runs import load_calibration
     runs, out = [Path(r) for r in runs], Path(out)
     meta = {}
     for r in runs:
@@ -249,7 +249,7 @@ def analyze(runs:list,            # Run folders written by `gaprune prune` / `ru
     if len(models) != 1 or len(domains) != 1:
         raise ValueError(f"analyze compares runs of one dense model and domain; got models {sorted(map(str, models))}, domains {sorted(domains)}.")
     model, domain = models.pop(), domains.pop()
-    from gaprune_nb.pipeline import read_folders
+    from gaprune_nb.runs import read_folders
     out = check_output(out, overwrite, read_folders(data, model or minilm_path(), **{f'run folder {r}': r for r in runs}), kind='analyze')  # before any work
     exclude = {q for r in runs if (r/'calibration').is_dir() for d in load_calibration(r/'calibration').values() for q in d['query']}
     trip = heldout_triplets(domain, exclude, n, root=data)

@@ -133,6 +133,14 @@ class ModelConfig:
         for k in names:
             if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 1): raise ValueError(f"{k} must be a positive integer, not {getattr(self, k)!r}")
 
+    @classmethod
+    def _from_report(cls, path, report:str, kind:str): # the config saved in `path`/`report` (a gaprune `kind` folder): what `from_run` reads
+        f = Path(path)/report
+        if not f.is_file(): raise FileNotFoundError(f"{path} is not a gaprune {kind} folder (no {report}).")
+        try: return cls(**json.loads(f.read_text())['config'])
+        except (ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"{f} holds no usable {kind} settings ({type(e).__name__}: {e}).") from None
+
 # %% ../nbs/00a_options.ipynb #4969e0de
 @dataclass
 class ScoreConfig:
@@ -220,9 +228,7 @@ class SlimConfig(ModelConfig):
     def from_run(cls, path:str|Path # A folder written by `slim_run`
                 ) -> SlimConfig:
         "The settings a slimmed folder was made with (from its `slim_report.json`)."
-        f = Path(path)/'slim_report.json'
-        if not f.is_file(): raise FileNotFoundError(f"{path} is not a gaprune slim folder (no slim_report.json).")
-        return cls(**json.loads(f.read_text())['config'])
+        return cls._from_report(path, 'slim_report.json', 'slim')
 
 # %% ../nbs/00a_options.ipynb #27ff2e96
 @dataclass
@@ -273,8 +279,4 @@ class RunConfig(ModelConfig):
     def from_run(cls, path:str|Path # A run folder written by `prune_run`
                 ) -> RunConfig:
         "The settings a run folder was made with (from its `gaprune_report.json`): run them again to reproduce it."
-        f = Path(path)/'gaprune_report.json'
-        if not f.is_file(): raise FileNotFoundError(f"{path} is not a gaprune run folder (no gaprune_report.json).")
-        try: return cls(**json.loads(f.read_text())['config'])
-        except (ValueError, KeyError, TypeError) as e:
-            raise ValueError(f"{f} holds no usable run settings ({type(e).__name__}: {e}).") from None
+        return cls._from_report(path, 'gaprune_report.json', 'run')

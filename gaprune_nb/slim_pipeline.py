@@ -13,7 +13,8 @@ from .core import Encoder, model_source, seed_everything, write_model_files
 from .data import domain_triplets
 from .layer_drop import drop_plan, effir_importance
 from .options import SlimConfig, method
-from .pipeline import RunConfig, calibrate, load_kwargs, read_folders, recorded_model, score, stage, statistics, token_limit
+from .pipeline import RunConfig, calibrate, load_kwargs, score, stage, statistics, token_limit
+from .runs import read_folders, recorded_model
 from .retraining import RetrainConfig, retrain
 from .slimming import gate_scores, mlp_widths, neuron_scores, slim, train_gates
 from .store import write_json
