@@ -13,6 +13,7 @@ from .core import Encoder, find_layers, model_source, seed_everything
 from datasets import concatenate_datasets
 from .data import catalog, data_root, domain_triplets, load_triplets
 from .sampling import kmeans_sample
+from .fixtures import default_model
 from .dist import barrier, init_distributed, rank_world
 from .fisher import GradientStats, checkpoint_step, gradient_statistics
 from .stat_groups import grouped_statistics
@@ -195,13 +196,12 @@ def prune_run(cfg:RunConfig,                      # The run's settings
               encoder:Encoder|None=None,          # An already loaded model to prune in place (else `cfg.model` is loaded); its source is recorded (`recorded_model`)
              ) -> tuple[Encoder, dict, dict]:
     "The stages in a row: calibrate, statistics, score, select, apply, save. Returns (pruned encoder, mask, report)."
-    from gaprune_nb.fixtures import minilm_path
     if (dev := init_distributed(cfg.device)) != cfg.device: cfg = replace(cfg, device=dev)  # under torchrun: this process's GPU
     m, say = method(cfg.method), show_progress and rank_world()[0] == 0  # one process talks
     # every check before anything is loaded
     needs_calib = m.calib or cfg.update is not None   # the OBS update's Hessians come from the domain triplets
     root = data_root(cfg.data) if needs_calib else None
-    src = model_source(cfg.model or minilm_path()) if encoder is None else None
+    src = model_source(default_model(cfg.model)) if encoder is None else None
     model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)
     stats_path = stats if isinstance(stats, (str, Path)) else None
     if stats_path is not None:
