@@ -51,7 +51,7 @@ def load(name, dtype='bfloat16'):
 def child(name, meth, dtype='bfloat16', batch='8'):
     "One measurement in its own process: print a JSON line."
     import gc, torch
-    from gaprune_nb.core import mlp_linears
+    from gaprune_nb.arch import mlp_linears
     from gaprune_nb.data import domain_triplets, load_triplets
     from gaprune_nb.dai import importance
     from gaprune_nb.fisher import gradient_statistics

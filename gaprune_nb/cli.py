@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .dist import init_distributed, rank_world  # light too: torch.distributed is imported when a process group is joined
 from .jobs import demo, evaluate_model, parse_limit, run, slim_job  # light too: each job imports what it runs
-from .options import DOMAINS, DTYPES, METHODS, POOLINGS, REGISTRY, RunConfig, ScoreConfig, SlimConfig, check_device, check_scope  # light: no torch, so --help and bad arguments answer at once
+from .options import DOMAINS, DTYPES, METHODS, POOLINGS, REGISTRY, RunConfig, ScoreConfig, SlimConfig, check_device, check_scope, check_sparsity  # light: no torch, so --help and bad arguments answer at once
 
 # %% auto #0
 __all__ = ['DEV_HELP', 'build_parser', 'main']
@@ -32,10 +32,7 @@ def _int_at_least(lo):
         return v
     return _checked(conv, f'integer >= {lo}')
 
-def _sparsity(s):
-    v = float(s)
-    if not 0 < v < 1: raise ValueError(f"--sparsity must be in (0, 1) (the share of MLP weights to prune), not {s}")
-    return v
+def _sparsity(s): return check_sparsity(float(s), flag='--sparsity')
 
 def _positive(s):
     v = float(s)

@@ -15,7 +15,8 @@ from torch import nn, Tensor
 from tqdm.auto import tqdm
 
 import gaprune_nb
-from .core import Encoder, find_layers, info_nce, mlp_linears
+from .core import Encoder, info_nce
+from .arch import find_layers, mlp_linears
 from .dist import all_reduce_sum, init_distributed, rank_world
 from .options import STAT_FIELDS
 from .stats_io import (LazyTensors, StatsCorrupt, StatsMismatch, check_identity, dataset_identity, identity_diff,

@@ -18,7 +18,8 @@ def demo(model:str|None=None, # Model folder or hub id (default: the all-MiniLM-
          **load                # `Encoder.from_pretrained` settings: pooling, dtype, device
         ):
     "Embed `n` triplets of `domain`, report positive-vs-negative accuracy and the MLP/attention parameter split."
-    from gaprune_nb.core import Encoder, param_breakdown, find_layers, model_source
+    from gaprune_nb.core import Encoder, param_breakdown, model_source
+    from gaprune_nb.arch import find_layers
     from gaprune_nb.data import data_root, domain_triplets
     from gaprune_nb.fixtures import default_model
     from gaprune_nb.retraining import evaluate_triplets

@@ -9,7 +9,8 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from .core import Encoder, find_layers, model_source, seed_everything
+from .core import Encoder, model_source, seed_everything
+from .arch import find_layers
 from datasets import concatenate_datasets
 from .data import catalog, data_root, domain_triplets, load_triplets
 from .sampling import kmeans_sample

@@ -8,7 +8,8 @@ import torch
 from torch import nn, Tensor
 from tqdm.auto import tqdm
 
-from .core import Encoder, evaluating, find_layers
+from .core import Encoder, evaluating
+from .arch import find_layers
 from .dai import calib_batches
 from .dist import all_reduce_sum
 

@@ -6,7 +6,8 @@ from sentence_transformers import SentenceTransformer
 from transformers import AutoModel
 
 from gaprune_nb.cli import _config, _from_args, build_parser, main
-from gaprune_nb.core import Encoder, mlp_linears
+from gaprune_nb.core import Encoder
+from gaprune_nb.arch import mlp_linears
 from gaprune_nb.fixtures import default_model
 from gaprune_nb.options import ScoreConfig, SlimConfig
 from gaprune_nb.pipeline import RunConfig, prune_run
