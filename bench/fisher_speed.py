@@ -19,7 +19,8 @@ import argparse, os, platform, sys, time
 
 import torch
 
-from gaprune_nb.core import Encoder, info_nce, mlp_linears
+from gaprune_nb.core import Encoder, info_nce
+from gaprune_nb.arch import mlp_linears
 from gaprune_nb.data import domain_triplets, load_triplets
 from gaprune_nb.fisher import _length_chunks, gradient_statistics
 from gaprune_nb.fixtures import minilm_path

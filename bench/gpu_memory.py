@@ -51,7 +51,7 @@ def load(name, dtype='bfloat16'):
 def child(name, meth, dtype='bfloat16', batch='8'):
     "One measurement in its own process: print a JSON line."
     import gc, torch
-    from gaprune_nb.core import mlp_linears
+    from gaprune_nb.arch import mlp_linears
     from gaprune_nb.data import domain_triplets, load_triplets
     from gaprune_nb.dai import importance
     from gaprune_nb.fisher import gradient_statistics
@@ -146,7 +146,8 @@ def estimates():
     from transformers import AutoConfig
     from gaprune_nb.core import Encoder
     from gaprune_nb.fixtures import minilm_path, smollm2_path, tiny_tokenizer
-    from gaprune_nb.pipeline import RunConfig, memory_needed, memory_total
+    from gaprune_nb.memory import memory_needed, memory_total
+    from gaprune_nb.options import RunConfig
     import gaprune_nb.saliency  # registers the OBD scorers
     res = Path(__file__).parent.parent/'results'/'bench'
     gpu = {m.group(1): float(m.group(2)) for m in re.finditer(r'^(\S+)\s+obd-kfac\s+(?:\S+\s+){3}(\S+)', (res/'gpu_memory.txt').read_text(), re.M)}

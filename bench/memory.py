@@ -66,7 +66,7 @@ def child(name, meth, batch='8', recompute='0', groups='1'):
     "One measurement (in its own process), statistics in batches of `batch` triplets: print a JSON line."
     batch, recompute, groups = int(batch), int(recompute), int(groups)
     import gc, tempfile, torch
-    from gaprune_nb.core import mlp_linears
+    from gaprune_nb.arch import mlp_linears
     from gaprune_nb.data import domain_triplets, load_triplets
     from gaprune_nb.dai import importance
     from gaprune_nb.fisher import grad_stream, gradient_statistics

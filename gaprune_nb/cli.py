@@ -4,209 +4,17 @@
 
 # %% ../nbs/12_cli.ipynb #06eb0c17
 from __future__ import annotations
-import argparse, functools, os, sys, time
+import argparse, functools, sys
 from collections import namedtuple
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 
-from .options import DOMAINS, DTYPES, METHODS, POOLINGS, REGISTRY, RunConfig, ScoreConfig, SlimConfig, check_device, check_scope  # light: no torch, so --help and bad arguments answer at once
+from .dist import init_distributed, rank_world  # light too: torch.distributed is imported when a process group is joined
+from .jobs import demo, evaluate_model, parse_limit, run, slim_job  # light too: each job imports what it runs
+from .options import DOMAINS, DTYPES, METHODS, POOLINGS, REGISTRY, RunConfig, ScoreConfig, SlimConfig, check_device, check_scope, check_sparsity  # light: no torch, so --help and bad arguments answer at once
 
 # %% auto #0
-__all__ = ['DEV_HELP', 'demo', 'evaluate_model', 'compare', 'run', 'slim_job', 'build_parser', 'main']
-
-# %% ../nbs/12_cli.ipynb #cd442336
-def _default_model() -> str:
-    from gaprune_nb.fixtures import minilm_path
-    return str(minilm_path())
-
-def demo(model:str|None=None, # Model folder or hub id (default: the all-MiniLM-L6-v2 fixture)
-         domain:str='finance', # Which triplets to embed
-         n:int=64,             # How many triplets
-         data:str|None=None,   # Data folder (default: $GAPRUNE_DATA)
-         **load                # `Encoder.from_pretrained` settings: pooling, dtype, device
-        ):
-    "Embed `n` triplets of `domain`, report positive-vs-negative accuracy and the MLP/attention parameter split."
-    from gaprune_nb.core import Encoder, param_breakdown, find_layers, model_source
-    from gaprune_nb.data import data_root, domain_triplets
-    from gaprune_nb.retraining import evaluate_triplets
-    t0 = time.time()
-    root, src = data_root(data), model_source(model or _default_model())  # checked before anything is loaded
-    enc = Encoder.from_pretrained(src, **load)
-    trip = domain_triplets(domain, root=root)
-    trip = trip.shuffle(seed=0).select(range(min(n, len(trip))))
-    acc = evaluate_triplets(enc, trip)['accuracy']
-    rep = param_breakdown(enc.model)
-    spec = find_layers(enc.model)[0].names
-    print(f"model   {model or 'all-MiniLM-L6-v2 (fixture)'}  ({sum(x.numel() for x in enc.parameters())/1e6:.1f}M params, {enc.pooling} pooling)")
-    print(f"data    {len(trip)} {domain} triplets: positive ranked above hard negative for {acc:.1%}")
-    print(f"MLP     {rep.mlp.sum()/1e6:.2f}M weights in {len(rep)} layers ({rep.mlp_share.mean():.0%} of layer params); layer 0: "
-          + ', '.join(f"{k}={v}" for k, v in spec.items() if k in ('attn', 'up', 'gate', 'down')))
-    print(rep.to_string(index=False))
-    print(f"time    {time.time()-t0:.1f}s")
-    return dict(accuracy=acc, report=rep)
-
-# %% ../nbs/12_cli.ipynb #28fa5d0a
-def _rank() -> int: return int(os.environ.get('RANK', '0'))  # this process's rank under torchrun / accelerate (0 alone)
-
-def _limit(s:str|int|None):
-    "'tiny', 'full' / None, or a positive integer (queries per retrieval task, see `Limit.scaled`); checked, not loaded."
-    if s in (None, 'none', 'full', 'tiny'): return None if s != 'tiny' else 'tiny'
-    if isinstance(s, int) and s > 0 or str(s).isdigit() and int(s) > 0: return int(s)
-    raise ValueError(f"--limit must be 'tiny', 'full' or a positive integer, not {s!r}")
-
-def _as_limit(s):
-    from gaprune_nb.evaluation import TINY
-    s = _limit(s) if isinstance(s, (str, int, type(None))) else s
-    return TINY if s == 'tiny' else s
-
-def _eval_report(f:Path) -> bool:
-    "Whether the existing file `f` is a report `gaprune eval --json` wrote (which a new one may replace)."
-    import json
-    try: d = json.loads(f.read_text())
-    except (OSError, ValueError): return False
-    return isinstance(d, dict) and {'model', 'revision', 'scores', 'types'} <= d.keys()
-
-def evaluate_model(model,                 # A model folder, hub id or `Encoder`
-                   suite:str='finance',   # 'finance', 'chemistry' or 'general'
-                   limit=None,            # 'tiny', N queries per task, or None (full suites)
-                   data:str|None=None,    # Data folder (default: $GAPRUNE_DATA)
-                   show_progress:bool=True, # Progress bars
-                   out=None,              # Also write the report as JSON here
-                   batch_size:int|None=None, # Texts per forward pass (None: `evaluate`'s default)
-                   **load                 # `Encoder.from_pretrained` settings: pooling, dtype, device, max_length
-                  ):
-    "Evaluate a model (folder, hub id or `Encoder`) on a suite; prints and returns the `Report`."
-    from gaprune_nb.core import Encoder, model_source
-    from gaprune_nb.data import data_root
-    from gaprune_nb.evaluation import evaluate
-    from gaprune_nb.pipeline import read_folders
-    from gaprune_nb.outputs import check_output_file
-    from gaprune_nb.store import write_text
-    limit, root = _as_limit(limit), data_root(data)
-    src = None if isinstance(model, Encoder) else model_source(model)
-    if out: out = check_output_file(out, read_folders(root, src), ours=_eval_report)  # before the evaluation, not after
-    enc = model if isinstance(model, Encoder) else Encoder.from_pretrained(src, **load)
-    rep = evaluate(enc, suite, **({} if batch_size is None else dict(batch_size=batch_size)), root=root, limit=limit, show_progress=show_progress)
-    if out: write_text(out, rep.to_json())
-    return rep
-
-def compare(dense,                 # The dense `Encoder`
-            model,                 # The compressed `Encoder`
-            name:str,              # Its row name in the tables
-            domain:str,            # The domain suite
-            general:bool=False,    # Also the general suite
-            limit=None,            # Evaluation subsample: 'tiny', N queries per task, or None (full suites)
-            data:str|None=None,    # Data folder (default: $GAPRUNE_DATA)
-            timings:dict|None=None, # Receives each suite's wall time
-            show_progress:bool=True, # Stage headings and progress bars (stderr)
-            dev:bool=False         # The dev suites instead (`gaprune_nb.devsuite`: BM25-hard candidates, per-item scores): Δ with its 95% interval
-           ) -> dict:
-    "Evaluate `dense` and `model` on the domain suite (and the general one), print each table with Δ vs dense; the scores, {suite: {row: {column: score}}}."
-    from gaprune_nb.evaluation import table, delta_pct
-    from gaprune_nb.pipeline import stage
-    ev, timings = {}, {} if timings is None else timings
-    for s in [domain] + (['general'] if general else []):
-        with stage(timings, f'evaluate dense and {name} on the {s} {"dev " if dev else ""}suite', show_progress):
-            if dev: tab, ci = _dev_compare(dense, model, name, s, data)
-            else: tab, ci = table({'dense': evaluate_model(dense, s, limit, data, show_progress), name: evaluate_model(model, s, limit, data, show_progress)}), None
-        ev[s] = {k: {c: round(float(v), 3) for c, v in tab.loc[k].items()} for k in tab.index}
-        print(f"\n== {s} {'dev suite (x100)' if dev else f'suite (x100; last row: change of {name} vs dense, %)'}")
-        print(tab.round(2).to_string())
-        if ci is None: print(delta_pct(tab).iloc[[1]].round(2).rename(index=lambda i: f'Δ% {i}').to_string(header=False)); continue
-        from gaprune_nb.devsuite import fmt_delta
-        ev[s]['Δ [95% CI]'] = {t: [round(float(x), 3) for x in r] for t, r in ci.iterrows()}
-        print(f"Δ {name} − dense, points [paired-bootstrap 95% interval]:\n" + '\n'.join(f'  {t}: {fmt_delta(r)}' for t, r in ci.iterrows()))
-    return ev
-
-def _dev_compare(dense, model, name:str, suite:str, data):
-    "Both models on the dev suite `suite`: their score table, and Δ (model − dense) per task and `Avg.` with its paired-bootstrap interval."
-    import pandas as pd
-    from gaprune_nb.data import data_root
-    from gaprune_nb.devsuite import dev_suite, dev_scores, paired_bootstrap, summary
-    tasks = dev_suite(suite, data_root(data))
-    a, b = dev_scores(dense, tasks), dev_scores(model, tasks)
-    return pd.DataFrame({'dense': summary(a), name: summary(b)}).T, paired_bootstrap(b, a)
-
-def _unevaluated(out:str|Path, # A run folder
-                 cfg           # The `RunConfig` about to run
-                ) -> dict|None:
-    "The saved report of a complete `prune` run of exactly `cfg` in `out` that has no evaluation yet (a `run` stopped in it), else None."
-    import json
-    from dataclasses import asdict
-    from gaprune_nb.outputs import read_manifest
-    from gaprune_nb.store import to_json
-    f = Path(out)/'gaprune_report.json'
-    try: rep = json.loads(f.read_text())
-    except (OSError, ValueError): return None
-    if (read_manifest(out) or {}).get(f.name) != 'prune' or 'evaluation' in rep: return None
-    return rep if rep.get('config') == json.loads(to_json(dict(asdict(cfg), model=cfg.model))) else None
-
-def run(cfg,                        # A `RunConfig`
-        out:str|Path,               # The run folder
-        limit=None,                 # Evaluation subsample: 'tiny', N queries per task, or None (full suites)
-        general:bool=False,         # Also evaluate on the general suite
-        show_progress:bool=True,    # Stage headings, times and progress bars (stderr)
-        overwrite:bool=False,       # Replace a previous run in `out` (see `prune_run`)
-        cache=None,                 # Statistics checkpoints and finished statistics (see `prune_run`)
-        checkpoint_every:int=20,    # Statistics steps between checkpoints
-        dev:bool=False              # Evaluate on the dev suites: Δ with its paired-bootstrap 95% interval (see `compare`)
-       ) -> dict:
-    "The main job: prune, evaluate dense and pruned, report Δ% and timings (the scores also go into the run folder)."
-    from gaprune_nb.core import Encoder
-    from gaprune_nb.data import data_root
-    from gaprune_nb.pipeline import load_kwargs, prune_run, write_report
-    from gaprune_nb.fixtures import minilm_path
-    t0 = time.perf_counter()
-    limit = _as_limit(limit); data_root(cfg.data)  # checked before the pruning starts
-    if not overwrite and (report := _unevaluated(out, cfg)):  # an earlier run of these settings stopped in its evaluation
-        if show_progress: print(f"== {out} holds the pruned model of these settings, not yet evaluated: evaluating it", file=sys.stderr)
-        pruned, report['seconds'] = Encoder.from_pretrained(out, **load_kwargs(cfg)), {}
-    else: pruned, mask, report = prune_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite, cache=cache,
-                                           checkpoint_every=checkpoint_every)
-    if _rank() > 0: return report  # under torchrun / accelerate the first process evaluates and reports
-    dense = Encoder.from_pretrained(cfg.model or minilm_path(), **load_kwargs(cfg))
-    try: report['evaluation'] = compare(dense, pruned, cfg.method, cfg.domain, general, limit, cfg.data, report['seconds'], show_progress, dev)
-    except KeyboardInterrupt:
-        raise KeyboardInterrupt(f"interrupted in the evaluation; the pruned model in {out} is complete: rerun the same command to evaluate it") from None
-    report['seconds']['total'] = round(time.perf_counter() - t0, 2)
-    write_report(out, report)
-    print(f"\nsparsity {report['sparsity']:.4f} of {report['scored_weights']:,} MLP weights; "
-          f"{report['differs_from_magnitude']:.1%} of decisions differ from magnitude pruning")
-    for k, v in (report.get('resumed') or {}).items(): print(f"{k}: {v}")
-    print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in report['seconds'].items()))
-    print(f"saved: {out}")
-    return report
-
-def slim_job(cfg,                   # A `SlimConfig`
-             out:str|Path,          # The output folder (new or empty; written atomically)
-             evaluate:bool=True,    # Then evaluate dense and slimmed on the domain suite
-             limit=None,            # Evaluation subsample: 'tiny', N queries per task, or None (full suites)
-             general:bool=False,    # Also evaluate on the general suite
-             show_progress:bool=True, # Stage headings, times and progress bars (stderr)
-             overwrite:bool=False,  # Replace a previous slim run in `out` (see `slim_run`)
-             dev:bool=False         # Evaluate on the dev suites: Δ with its paired-bootstrap 95% interval (see `compare`)
-            ) -> dict:
-    "`gaprune slim`: coarse-to-fine slimming (`slim_run`), saved; then dense and slimmed evaluated, the scores added to `slim_report.json`."
-    from gaprune_nb.core import Encoder, model_source
-    from gaprune_nb.data import data_root
-    from gaprune_nb.fixtures import minilm_path
-    from gaprune_nb.pipeline import load_kwargs
-    from gaprune_nb.slim_pipeline import slim_run
-    from gaprune_nb.store import write_json
-    t0 = time.perf_counter()
-    limit = _as_limit(limit); data_root(cfg.data)  # checked before the slimming starts
-    slimmed, rep = slim_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite)
-    print(f"parameters kept: {rep['params_kept']:.1%} (MLP {rep['mlp_params_kept']:.1%}); dropped MLPs: "
-          f"{rep['dropped']['mlp'] or 'none'}; MLP widths: {rep['widths']}")
-    if evaluate:
-        dense = Encoder.from_pretrained(model_source(cfg.model or minilm_path()), **load_kwargs(cfg), max_length=cfg.max_length)  # as `slim_run` loads it
-        try: rep['evaluation'] = compare(dense, slimmed, 'slimmed', cfg.domain, general, limit, cfg.data, rep['seconds'], show_progress, dev)
-        except KeyboardInterrupt:
-            raise KeyboardInterrupt(f"interrupted in the evaluation; the slimmed model in {out} is complete: evaluate it with gaprune eval --model {out}") from None
-        write_json(Path(out)/'slim_report.json', {k: v for k, v in rep.items() if k != 'seconds'})
-    rep['seconds']['total'] = round(time.perf_counter() - t0, 2)
-    print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in rep['seconds'].items())); print(f"saved: {out}")
-    return rep
+__all__ = ['DEV_HELP', 'build_parser', 'main']
 
 # %% ../nbs/12_cli.ipynb #4bf74025
 def _checked(conv, what):
@@ -224,10 +32,7 @@ def _int_at_least(lo):
         return v
     return _checked(conv, f'integer >= {lo}')
 
-def _sparsity(s):
-    v = float(s)
-    if not 0 < v < 1: raise ValueError(f"--sparsity must be in (0, 1) (the share of MLP weights to prune), not {s}")
-    return v
+def _sparsity(s): return check_sparsity(float(s), flag='--sparsity')
 
 def _positive(s):
     v = float(s)
@@ -317,11 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser('run', help='prune, then evaluate dense and pruned on the domain suite (the main job)'); _add_prune(r)
     r.add_argument('--general', action='store_true', help='also evaluate on the general suite')
     r.add_argument('--dev', action='store_true', help=DEV_HELP)
-    r.add_argument('--limit', type=_checked(_limit, 'limit'), default=None,
+    r.add_argument('--limit', type=_checked(parse_limit, 'limit'), default=None,
                    help="subsample the suites: 'tiny' or N queries per task (default: full)")
     e = sub.add_parser('eval', help='evaluate a model on a suite'); _add_run(e, _LOAD)
     e.add_argument('--suite', default='finance', choices=['finance', 'chemistry', 'general'])
-    e.add_argument('--limit', type=_checked(_limit, 'limit'), default=None, help="subsample: 'tiny' or N queries per task (default: full)")
+    e.add_argument('--limit', type=_checked(parse_limit, 'limit'), default=None, help="subsample: 'tiny' or N queries per task (default: full)")
     e.add_argument('--batch-size', type=_int_at_least(1), default=None, help="texts per forward pass (default: gaprune_nb.evaluation.evaluate's)")
     e.add_argument('--max-length', type=_int_at_least(1), default=None, help="the model's token limit (default: the model folder's, at most 512)")
     e.add_argument('--json', default=None, help='also write the report as JSON here')
@@ -330,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--eval', action=argparse.BooleanOptionalAction, default=True, help='then evaluate dense and slimmed on the domain suite')
     s.add_argument('--general', action='store_true', help='also evaluate on the general suite')
     s.add_argument('--dev', action='store_true', help=DEV_HELP)
-    s.add_argument('--limit', type=_checked(_limit, 'limit'), default=None, help="subsample the suites: 'tiny' or N queries per task (default: full)")
+    s.add_argument('--limit', type=_checked(parse_limit, 'limit'), default=None, help="subsample the suites: 'tiny' or N queries per task (default: full)")
     s.add_argument('--out', required=True, help='output folder: must be new or empty (written atomically)')
     s.add_argument('--overwrite', action='store_true', help='replace a previous gaprune slim run in --out (never other folders)')
     g = sub.add_parser('analyze', help='geometry of saved runs against their dense model (table with intervals, figures)')
@@ -346,14 +151,6 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 # %% ../nbs/12_cli.ipynb #ec0e3511
-def _init_distributed(device:str|None):
-    "Join the process group `torchrun` / `accelerate launch` describe in the environment (gloo on CPU, nccl on CUDA)."
-    if int(os.environ.get('WORLD_SIZE', '1')) <= 1: return device
-    import torch.distributed as dist
-    cuda = str(device or '').startswith('cuda')
-    if not dist.is_initialized(): dist.init_process_group('nccl' if cuda else 'gloo')
-    return f"cuda:{os.environ.get('LOCAL_RANK', '0')}" if device == 'cuda' else device
-
 def _from_args(cls, a, **kw):
     "The dataclass `cls` made from the parsed flags `a` of its fields (those in `kw` given)."
     return cls(**{f.name: getattr(a, f.name) for f in fields(cls) if f.name not in kw}, **kw)
@@ -373,19 +170,20 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
     try:
         if args.cmd == 'demo': demo(args.model, args.domain, args.n, args.data, **load)
         elif args.cmd == 'prune':
-            from gaprune_nb.pipeline import prune_run, report_markdown
-            args.device = _init_distributed(args.device)
+            from gaprune_nb.pipeline import prune_run
+            from gaprune_nb.runs import report_markdown
+            args.device = init_distributed(args.device)
             _, _, rep = prune_run(_config(args), out=args.out, stats=args.stats, **run_kw())
-            if _rank() > 0: return
+            if rank_world()[0] > 0: return
             print(report_markdown(rep), end='')
             print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in rep['seconds'].items())); print(f"saved: {args.out}")
         elif args.cmd == 'eval':
             from gaprune_nb.evaluation import table
-            rep = evaluate_model(args.model or _default_model(), args.suite, args.limit, args.data, out=args.json,
+            rep = evaluate_model(args.model, args.suite, args.limit, args.data, out=args.json,
                                  batch_size=args.batch_size, max_length=args.max_length, **load)
             print(table([rep]).round(2).T.to_string())
         elif args.cmd == 'run':
-            args.device = _init_distributed(args.device)
+            args.device = init_distributed(args.device)
             run(_config(args), args.out, args.limit, args.general, **run_kw(), dev=args.dev)
         elif args.cmd == 'analyze':
             from gaprune_nb.geometry import analyze
@@ -396,7 +194,7 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
                      args.general, overwrite=args.overwrite, dev=args.dev)
     except KeyboardInterrupt as e:
         if args.debug: raise
-        sys.exit(f"gaprune {args.cmd}: {e or 'interrupted; rerun the same command to resume (nothing in --out was changed).'}")
+        sys.exit(f"gaprune {args.cmd}: {str(e) or 'interrupted; rerun the same command to resume (nothing in --out was changed).'}")  # a bare Ctrl-C has no message
 
     except (ValueError, OSError) as e:  # DataError, OutputError, StatsMismatch, ModelLoadError, UnsupportedArchitecture ...
         if args.debug: raise

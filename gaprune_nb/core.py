@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from transformers import AutoModel, AutoTokenizer
 
 from .arch import (ARCHS, AUTO_MAP, SLIM_CLASS, SLIM_FILE, UnsupportedArchitecture, check_embedder, find_layers,
-                             mlp_linears, restore_dropped, slim_code)
+                             restore_dropped, slim_code)
 from .store import atomic_update, canonicalize_file, safetensors_damage
 
 # %% auto #0

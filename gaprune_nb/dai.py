@@ -10,9 +10,10 @@ import torch
 from torch import nn, Tensor
 from tqdm.auto import tqdm
 
-from .core import Encoder, evaluating, mlp_linears
+from .core import Encoder, evaluating
+from .arch import mlp_linears
 from .masks import PerMatrix, kth_largest, make_mask, apply_mask, MaskError
-from .fisher import all_reduce_sum, rank_world
+from .dist import all_reduce_sum, rank_world
 from .options import METHODS, NORMALIZATIONS, ScoreConfig, method as method_spec, stat_fields  # the registry and the DAI settings
 
 # %% auto #0

@@ -15,14 +15,15 @@ from torch import nn, Tensor
 from tqdm.auto import tqdm
 
 import gaprune_nb
-from .core import Encoder, find_layers, info_nce, mlp_linears
+from .core import Encoder, info_nce
+from .arch import find_layers, mlp_linears
+from .dist import all_reduce_sum, init_distributed, rank_world
 from .options import STAT_FIELDS
 from .stats_io import (LazyTensors, StatsCorrupt, StatsMismatch, check_identity, dataset_identity, identity_diff,
                                  model_identity, read_dir, read_manifest, write_atomic)
 
 # %% auto #0
-__all__ = ['MODES', 'triplet_grads', 'grad_stream', 'GradientStats', 'scored_linears', 'rank_world', 'barrier', 'all_reduce_sum',
-           'gradient_statistics', 'checkpoint_step']
+__all__ = ['MODES', 'triplet_grads', 'grad_stream', 'GradientStats', 'scored_linears', 'gradient_statistics', 'checkpoint_step']
 
 # %% ../nbs/03_fisher.ipynb #9042c90a
 class _Taps:
@@ -248,23 +249,6 @@ def scored_linears(encoder:nn.Module,            # The model (names are qualifie
 # %% ../nbs/03_fisher.ipynb #2427d3bb
 MODES = ('per_sample', 'batch_squared')
 
-def rank_world() -> tuple[int, int]:
-    "(rank, world size) of the torch.distributed process group (`torchrun`, `accelerate launch`), or (0, 1) without one."
-    import torch.distributed as dist
-    return (dist.get_rank(), dist.get_world_size()) if dist.is_available() and dist.is_initialized() else (0, 1)
-
-def barrier():
-    "Wait for every process of the group (a no-op in a single process)."
-    import torch.distributed as dist
-    if rank_world()[1] > 1: dist.barrier()
-
-def all_reduce_sum(tensors # Tensors to sum over the processes, in place (the same order in every process)
-                  ):
-    "Sum each tensor in place over the processes of the group (a no-op in a single process)."
-    import torch.distributed as dist
-    if rank_world()[1] > 1:
-        for v in tensors: dist.all_reduce(v, op=dist.ReduceOp.SUM)
-
 def _check_triplets(ds, what):
     cols = getattr(ds, 'column_names', None)
     if cols is None: raise TypeError(f"{what}: expected a datasets.Dataset of triplets, got {type(ds).__name__}.")
@@ -323,6 +307,7 @@ def gradient_statistics(
     # one accumulator per field asked for: fisher_* and grad_* hold sums until the final division
     acc = {a: {k: torch.zeros(m.weight.shape, dtype=accum_dtype, device=dev) for k, m in linears.items()} for a in fields}
     paired = any(f in fields for f in ('cross', 'sq_gen', 'sq_dom'))  # needs both sides' batch-mean gradients at once
+    init_distributed(str(dev))  # under torchrun / accelerate launch: join the process group
     rank, world = rank_world()  # data-parallel: process r takes the steps r, r + world, ...; sums all-reduced at the end
     if checkpoint_dir and world > 1: checkpoint_dir = Path(checkpoint_dir)/f'rank{rank}-of-{world}'
     start = _resume(checkpoint_dir, ident, acc) if checkpoint_dir else 0

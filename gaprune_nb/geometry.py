@@ -237,8 +237,8 @@ def analyze(runs:list,            # Run folders written by `gaprune prune` / `ru
     import json, matplotlib.pyplot as plt
     from pathlib import Path
     from gaprune_nb.core import Encoder
-    from gaprune_nb.fixtures import minilm_path
-    from gaprune_nb.pipeline import load_calibration
+    from gaprune_nb.fixtures import default_model
+    from gaprune_nb.runs import load_calibration
     runs, out = [Path(r) for r in runs], Path(out)
     meta = {}
     for r in runs:
@@ -249,12 +249,12 @@ def analyze(runs:list,            # Run folders written by `gaprune prune` / `ru
     if len(models) != 1 or len(domains) != 1:
         raise ValueError(f"analyze compares runs of one dense model and domain; got models {sorted(map(str, models))}, domains {sorted(domains)}.")
     model, domain = models.pop(), domains.pop()
-    from gaprune_nb.pipeline import read_folders
-    out = check_output(out, overwrite, read_folders(data, model or minilm_path(), **{f'run folder {r}': r for r in runs}), kind='analyze')  # before any work
+    from gaprune_nb.runs import read_folders
+    out = check_output(out, overwrite, read_folders(data, default_model(model), **{f'run folder {r}': r for r in runs}), kind='analyze')  # before any work
     exclude = {q for r in runs if (r/'calibration').is_dir() for d in load_calibration(r/'calibration').values() for q in d['query']}
     trip = heldout_triplets(domain, exclude, n, root=data)
     load = lambda src: Encoder.from_pretrained(src, device=device, dtype=dtype)
-    embs = {'dense': embed_triplets(load(model or minilm_path()), trip)}
+    embs = {'dense': embed_triplets(load(default_model(model)), trip)}
     for r in runs: embs[r.name] = embed_triplets(load(r), trip)
     tab = geometry_table(embs, n_boot=n_boot)
     wide = tab.assign(cell=[f'{v:.4g} [{lo:.4g}, {hi:.4g}]' for v, lo, hi in zip(tab.value, tab.lo, tab.hi)]).pivot(index='model', columns='metric', values='cell')

@@ -14,9 +14,9 @@ from torch import nn, Tensor
 from safetensors import safe_open
 from safetensors.torch import load_file
 
-from .core import mlp_linears
+from .arch import mlp_linears
 from .store import save_tensors
-from .options import SCOPES, check_scope
+from .options import SCOPES, check_scope, check_sparsity
 
 # %% auto #0
 __all__ = ['CHUNK', 'MaskError', 'PerMatrix', 'kth_largest', 'layer_of', 'make_mask', 'resolve_mask', 'apply_mask',
@@ -158,10 +158,11 @@ def make_mask(scores:dict,                  # {qualified Linear name: score tens
              ) -> dict:
     "Keep the highest-scoring weights in each comparison group: {name: bool tensor}, True = keep."
     _numel(scores)
-    try: nm_ = check_scope(scope if groups is None or ':' in (scope or '') else 'global', sparsity)
+    try:
+        nm_ = check_scope(scope if groups is None or ':' in (scope or '') else 'global', sparsity)
+        if not nm_: check_sparsity(sparsity, ends=True)  # needed unless an N:M scope sets it
     except ValueError as e: raise MaskError(str(e)) from None
     if nm_: return _n_of_m(scores, *nm_)
-    if sparsity is None: raise MaskError("sparsity must be a number in [0, 1] (the share of weights to prune), got None.")
     if scope == 'row' and groups is None: return _per_row(scores, sparsity)
     if groups is None:
         groups = {'global': lambda nm: '', 'layer': layer_of, 'matrix': lambda nm: nm}[scope]

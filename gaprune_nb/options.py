@@ -4,15 +4,15 @@
 
 # %% ../nbs/00a_options.ipynb #78696ccc
 from __future__ import annotations
-import json, re
+import json, numbers, re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 # %% auto #0
 __all__ = ['STAT_FIELDS', 'REGISTRY', 'METHODS', 'SCOPES', 'POOLINGS', 'DTYPES', 'NORMALIZATIONS', 'ALIGNMENTS', 'DOMAINS',
-           'IN_MEMORY', 'Method', 'method', 'check_scope', 'check_device', 'ModelConfig', 'ScoreConfig', 'stat_fields',
-           'SlimConfig', 'RunConfig']
+           'IN_MEMORY', 'Method', 'method', 'check_sparsity', 'check_scope', 'check_device', 'ModelConfig',
+           'ScoreConfig', 'stat_fields', 'SlimConfig', 'RunConfig']
 
 # %% ../nbs/00a_options.ipynb #7643a09f
 @dataclass(frozen=True)
@@ -73,6 +73,16 @@ def method(name:str # A method name, e.g. 'gaprune'
     if name not in REGISTRY: raise ValueError(f"Unknown method {name!r}; choose one of {', '.join(METHODS)}.")
     return REGISTRY[name]
 
+# %% ../nbs/00a_options.ipynb #eb437b8c
+def check_sparsity(sparsity,                # The share of weights to prune
+                   ends:bool=False,         # Also allow 0 and 1 (a mask that keeps everything or nothing)
+                   flag:str='sparsity'      # Its name in the message ('--sparsity' on the command line)
+                  ) -> float:
+    "`sparsity` if it is a number in (0, 1), or [0, 1] with `ends`; else a `ValueError` naming the rule."
+    ok = isinstance(sparsity, numbers.Real) and not isinstance(sparsity, bool) and (0 <= sparsity <= 1 if ends else 0 < sparsity < 1)
+    if not ok: raise ValueError(f"{flag} must be in {'[0, 1]' if ends else '(0, 1)'} (the share of weights to prune), not {sparsity!r}")
+    return sparsity
+
 # %% ../nbs/00a_options.ipynb #c5dab988
 SCOPES = ('global', 'layer', 'matrix', 'row', 'N:M')
 
@@ -88,8 +98,7 @@ def check_scope(scope:str,                # 'global', 'layer', 'matrix', 'row' o
             raise ValueError(f"Scope {scope!r} fixes the sparsity at {1 - n/m:g}; got sparsity={sparsity}.")
         return n, m
     if scope not in SCOPES[:-1]: raise ValueError(f"Unknown scope {scope!r}; choose one of {', '.join(SCOPES)} (e.g. 2:4).")
-    if sparsity is not None and not 0 <= sparsity <= 1:
-        raise ValueError(f"sparsity must be a number in [0, 1] (the share of weights to prune), got {sparsity!r}.")
+    if sparsity is not None: check_sparsity(sparsity, ends=True)
     return None
 
 # %% ../nbs/00a_options.ipynb #36729d7f
@@ -132,6 +141,14 @@ class ModelConfig:
     def _positive(self, *names): # a `ValueError` unless each field in `names` is an integer >= 1
         for k in names:
             if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 1): raise ValueError(f"{k} must be a positive integer, not {getattr(self, k)!r}")
+
+    @classmethod
+    def _from_report(cls, path, report:str, kind:str): # the config saved in `path`/`report` (a gaprune `kind` folder): what `from_run` reads
+        f = Path(path)/report
+        if not f.is_file(): raise FileNotFoundError(f"{path} is not a gaprune {kind} folder (no {report}).")
+        try: return cls(**json.loads(f.read_text())['config'])
+        except (ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"{f} holds no usable {kind} settings ({type(e).__name__}: {e}).") from None
 
 # %% ../nbs/00a_options.ipynb #4969e0de
 @dataclass
@@ -220,9 +237,7 @@ class SlimConfig(ModelConfig):
     def from_run(cls, path:str|Path # A folder written by `slim_run`
                 ) -> SlimConfig:
         "The settings a slimmed folder was made with (from its `slim_report.json`)."
-        f = Path(path)/'slim_report.json'
-        if not f.is_file(): raise FileNotFoundError(f"{path} is not a gaprune slim folder (no slim_report.json).")
-        return cls(**json.loads(f.read_text())['config'])
+        return cls._from_report(path, 'slim_report.json', 'slim')
 
 # %% ../nbs/00a_options.ipynb #27ff2e96
 @dataclass
@@ -252,7 +267,7 @@ class RunConfig(ModelConfig):
         if self.update not in (None, 'obs'): raise ValueError(f"update must be None or 'obs', not {self.update!r}")
         if not self.temperature > 0: raise ValueError(f"temperature must be > 0, not {self.temperature!r}")
         nm = check_scope(self.scope, None if ':' in str(self.scope) else self.sparsity)
-        if nm is None and not 0 < self.sparsity < 1: raise ValueError(f"sparsity must be in (0, 1), not {self.sparsity}")
+        if nm is None: check_sparsity(self.sparsity)
         if nm: self.sparsity = 1 - nm[0]/nm[1]
         if m.scopes and ('N:M' if nm else self.scope) not in m.scopes:
             raise ValueError(f"method {self.method!r} can only prune with scope {' or '.join(m.scopes)} (e.g. 2:4), not {self.scope!r}.")
@@ -273,8 +288,4 @@ class RunConfig(ModelConfig):
     def from_run(cls, path:str|Path # A run folder written by `prune_run`
                 ) -> RunConfig:
         "The settings a run folder was made with (from its `gaprune_report.json`): run them again to reproduce it."
-        f = Path(path)/'gaprune_report.json'
-        if not f.is_file(): raise FileNotFoundError(f"{path} is not a gaprune run folder (no gaprune_report.json).")
-        try: return cls(**json.loads(f.read_text())['config'])
-        except (ValueError, KeyError, TypeError) as e:
-            raise ValueError(f"{f} holds no usable run settings ({type(e).__name__}: {e}).") from None
+        return cls._from_report(path, 'gaprune_report.json', 'run')

@@ -4,32 +4,33 @@
 
 # %% ../nbs/11_pipeline.ipynb #3cde1320
 from __future__ import annotations
-import json, math, os, shutil, sys, time
-import torch
+import math, shutil, sys, time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import replace
 from pathlib import Path
 
-from . import __version__
-from .core import Encoder, find_layers, mlp_linears, model_source, seed_everything, write_model_files
+from .core import Encoder, model_source, seed_everything
+from .arch import find_layers
 from datasets import concatenate_datasets
-from .data import DOMAINS, catalog, data_root, domain_triplets, load_triplets
+from .data import catalog, data_root, domain_triplets, load_triplets
 from .sampling import kmeans_sample
-from .fisher import GradientStats, barrier, checkpoint_step, gradient_statistics, rank_world
+from .fixtures import default_model
+from .dist import barrier, init_distributed, rank_world
+from .fisher import GradientStats, checkpoint_step, gradient_statistics
 from .stat_groups import grouped_statistics
 from .dai import importance
 from .sparsegpt import obs_prune
-from .masks import apply_mask, make_mask, mask_difference, save_mask, sparsity_report
-from .options import DTYPES, IN_MEMORY, POOLINGS, STAT_FIELDS, ScoreConfig, check_device, check_scope, method, stat_fields, RunConfig
+from .runs import load_calibration, open_work_dir, read_folders, recorded_model, run_report, save_calibration, save_run, work_dir
+from .memory import check_memory, disk_needed
+from .masks import apply_mask, make_mask, mask_difference
+from .options import STAT_FIELDS, check_scope, method, stat_fields, RunConfig
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, checksum_problem, dataset_sha256, write_checksums
-from .store import atomic_dir, sha256_json, state_dict_sha256, to_json, write_json, write_text
-from .outputs import check_output, check_space, run_folder
+from .store import atomic_dir, sha256_json, state_dict_sha256
+from .outputs import check_output, check_space
 
 # %% auto #0
-__all__ = ['CACHE_MARKER', 'ACT_FACTOR', 'calibration_sets', 'calibrate', 'save_calibration', 'load_calibration', 'stage',
-           'load_kwargs', 'recorded_model', 'read_folders', 'token_limit', 'statistics', 'score', 'select', 'apply',
-           'prune_run', 'NotEnoughMemory', 'memory_needed', 'disk_needed', 'memory_total', 'check_memory',
-           'report_markdown', 'write_report', 'save_run']
+__all__ = ['calibration_sets', 'calibrate', 'stage', 'load_kwargs', 'token_limit', 'statistics', 'score', 'select', 'apply',
+           'prune_run']
 
 # %% ../nbs/11_pipeline.ipynb #fd0bd672
 def calibration_sets(encoder:Encoder,          # The model whose query embeddings k-means clusters
@@ -67,7 +68,7 @@ def calibrate(encoder:Encoder,             # The model the triplets are chosen w
     if bad := where.exists() and checksum_problem(where, '*.jsonl'):  # edited, damaged or unchecked: never used
         print(f"   cached calibration triplets not used, recomputed: {bad}", file=sys.stderr)
     if bad or not where.exists():
-        _open_work_dir(Path(cache))
+        open_work_dir(Path(cache))
         with atomic_dir(where) as tmp: write_checksums(save_calibration(make(), tmp), '*.jsonl')
     return _say_short(load_calibration(where), cfg)   # the same Datasets on the first call and on every later one
 
@@ -77,22 +78,6 @@ def _say_short(calib:dict, cfg:RunConfig) -> dict:
         print(f"   calibration: fewer triplets than the {cfg.n_calib} per side asked (n_calib): only {', '.join(short)} available "
               f"(pool {cfg.pool or 'all'}{', an equal share per triplet file' if cfg.balance and cfg.pool else ''}); the run uses these", file=sys.stderr)
     return calib
-
-def save_calibration(calib:dict, # As returned by `calibrate`
-                     path:str|Path # A folder: one `<side>.jsonl` per side is written
-                    ) -> Path:
-    "Save calibration triplets as JSONL files (deterministic bytes) that `load_calibration` and `load_triplets` read."
-    path = Path(path)
-    for side, ds in calib.items():
-        rows = zip(ds['query'], ds['positive'], ds['negative'])
-        write_text(path/f'{side}.jsonl', ''.join(to_json(dict(query=q, positive=p, negative=n), indent=None) + '\n'
-                                                 for q, p, n in rows))
-    return path
-
-def load_calibration(path:str|Path # A folder written by `save_calibration` (a run's `calibration/`)
-                    ) -> dict:
-    "Calibration triplets saved by `save_calibration`: {side: Dataset}."
-    return {p.stem: load_triplets(p) for p in sorted(Path(path).glob('*.jsonl'))}
 
 # %% ../nbs/11_pipeline.ipynb #6caf6269
 @contextmanager
@@ -107,58 +92,13 @@ def stage(timings:dict,       # Where the stage's wall time is recorded, under i
         timings[stage] = round(time.perf_counter() - t, 2)
         if verbose: print(f"   {stage}: {timings[stage]:.1f}s", file=sys.stderr, flush=True)
 
-def _report(cfg:RunConfig, model:str|None, enc:Encoder, mask:dict, calib:dict, timings:dict, magnitude_diff:float, resumed:dict) -> dict:
-    lin = mlp_linears(enc)
-    zeros = sum(int((m.weight == 0).sum()) for m in lin.values())
-    total = sum(m.weight.numel() for m in lin.values())
-    layers = sparsity_report(mask, by='layer')
-    return dict(gaprune_nb=__version__, config=dict(asdict(cfg), model=model), encoder=enc.settings,
-                calibration={k: dict(n=len(v), sha256=dataset_sha256(v)) for k, v in calib.items()},
-                scored_weights=total, zero_weights=zeros, sparsity=zeros/total,
-                differs_from_magnitude=magnitude_diff, per_layer=layers.to_dict('records'), resumed=resumed,
-                seconds=timings)
-
 # %% ../nbs/11_pipeline.ipynb #89b2be0b
 def load_kwargs(cfg:RunConfig # A run's settings
                ) -> dict:
     "The `Encoder.from_pretrained` arguments a run's settings fix (pooling, dtype, device)."
     return dict(pooling=cfg.pooling, dtype=cfg.dtype, device=cfg.device)
 
-def recorded_model(model:str|None, # `cfg.model`: the folder or hub id the run says it prunes
-                   enc:Encoder       # The loaded model passed to `prune_run`
-                  ) -> str|None:
-    "The model a run on `enc` records: its folder or hub id (None: the MiniLM fixture) or `IN_MEMORY`; a `ValueError` if `model` names another."
-    from gaprune_nb.fixtures import minilm_path
-    src = enc.model.config.name_or_path  # what transformers loaded it from ('' for a model made from a config)
-    norm = lambda s: str(Path(s).expanduser().resolve()) if s and Path(s).expanduser().is_dir() else s
-    if model and norm(model) != norm(src):
-        raise ValueError(f"model={model!r}, but the encoder passed was {f'loaded from {src}' if src else 'built in memory'}: "
-                         f"leave model unset (the run records the encoder's source) or load the encoder from {model}.")
-    if model or not src: return model or IN_MEMORY
-    try: return None if norm(src) == norm(minilm_path()) else norm(src)
-    except FileNotFoundError: return norm(src)  # no fixture installed: not the fixture
-
-CACHE_MARKER = 'gaprune_cache.json'
-
-def _work_dir(out:Path|None, cache, protect:tuple) -> Path|None:
-    "The folder for statistics checkpoints: `cache`, else `<out>.partial`; refused if it holds files we did not write."
-    if cache is None and out is None: return None
-    work = Path(cache) if cache is not None else out.with_name(out.name + '.partial')
-    return check_output(work, True, protect, kind=None, marker=CACHE_MARKER, flag='--cache' if cache is not None else 'work folder')
-
-def read_folders(data=None,   # The data folder a run reads (`--data`; `$GAPRUNE_DATA` is added)
-                 model=None,  # The model it loads: a folder is protected, a hub id is not
-                 **more       # More {what: folder} a run reads
-                ) -> dict:
-    "The folders a run reads, {what: folder}: `check_output` refuses to write in, over or around any of them."
-    model = Path(model).expanduser() if model and Path(model).expanduser().is_dir() else None
-    return {'data folder': data, 'data folder ($GAPRUNE_DATA)': os.environ.get('GAPRUNE_DATA'), 'model folder': model, **more}
-
-def _open_work_dir(work:Path):
-    "Create the checkpoint folder (only when the statistics start, so an earlier failure leaves nothing behind)."
-    work.mkdir(parents=True, exist_ok=True)
-    if not (work/CACHE_MARKER).exists(): write_json(work/CACHE_MARKER, dict(format='gaprune_nb checkpoints and statistics'))
-
+# %% ../nbs/11_pipeline.ipynb #8a40639c
 @contextmanager
 def token_limit(enc:Encoder,  # The model
                 n:int|None):   # Token limit inside the block; None: the model's own
@@ -182,7 +122,7 @@ def statistics(enc:Encoder,                 # The model (its scored MLP weights 
     key = sha256_json(dict(model=str(cfg.model), data=[dataset_sha256(gen), dataset_sha256(dom)], settings=kw,
                            max_length=cfg.max_length))[:12]  # what the statistics depend on (weights: checked on load)
     where = work/f'statistics-{key}' if work else None
-    if work: _open_work_dir(work)
+    if work: open_work_dir(work)
     ckpt = where/'checkpoint' if where else None
     total = math.ceil(max(len(gen), len(dom)) / cfg.batch_size)
     fields = stat_fields(cfg.method, cfg.score) or None  # only what the method reads (None: all, for a method without)
@@ -216,6 +156,7 @@ def statistics(enc:Encoder,                 # The model (its scored MLP weights 
     if ckpt and main: shutil.rmtree(ckpt, ignore_errors=True)
     return stats, (dict(statistics=f'resumed from step {step} of {total}') if step else {})
 
+# %% ../nbs/11_pipeline.ipynb #2751a5fd
 def score(enc:Encoder,                  # The model whose weights are scored
           cfg:RunConfig,                 # The run's method (with `cfg.score` for GAPrune) and seed
           stats:GradientStats|None=None, # From `statistics`, for the methods that need them
@@ -225,12 +166,14 @@ def score(enc:Encoder,                  # The model whose weights are scored
     "Stage 3: the importance of every scored weight, {name: tensor} (higher = keep)."
     return importance(cfg.method, enc, stats=stats, calib=(calib or {}).get(cfg.domain), seed=cfg.seed, config=cfg.score, lazy=lazy)
 
+# %% ../nbs/11_pipeline.ipynb #22ba33a7
 def select(scores:dict,    # From `score`: {name: tensor}, higher = keep
            cfg:RunConfig    # The run's sparsity and scope
           ) -> dict:
     "Stage 4: the keep-mask of `cfg.sparsity` (or N:M) within `cfg.scope`."
     return make_mask(scores, None if ':' in cfg.scope else cfg.sparsity, cfg.scope)
 
+# %% ../nbs/11_pipeline.ipynb #91d5f28a
 def apply(enc:Encoder,              # The model, changed in place
           mask:dict|None,            # From `select`: {name: bool tensor}, True = keep; None for SparseGPT (its own mask)
           cfg:RunConfig|None=None,   # With `update='obs'` or method 'sparsegpt': OBS update of the kept weights
@@ -243,6 +186,7 @@ def apply(enc:Encoder,              # The model, changed in place
     nm = check_scope(cfg.scope, None if ':' in cfg.scope else cfg.sparsity)
     return obs_prune(enc, calib[cfg.domain], cfg.sparsity, nm, masks=mask)
 
+# %% ../nbs/11_pipeline.ipynb #358e88ae
 def prune_run(cfg:RunConfig,                      # The run's settings
               out:str|Path|None=None,             # Output folder (written atomically); None: keep in memory
               stats:GradientStats|str|Path|None=None,  # Reuse statistics (object or saved folder, checked against model and data)
@@ -253,12 +197,12 @@ def prune_run(cfg:RunConfig,                      # The run's settings
               encoder:Encoder|None=None,          # An already loaded model to prune in place (else `cfg.model` is loaded); its source is recorded (`recorded_model`)
              ) -> tuple[Encoder, dict, dict]:
     "The stages in a row: calibrate, statistics, score, select, apply, save. Returns (pruned encoder, mask, report)."
-    from gaprune_nb.fixtures import minilm_path
+    if (dev := init_distributed(cfg.device)) != cfg.device: cfg = replace(cfg, device=dev)  # under torchrun: this process's GPU
     m, say = method(cfg.method), show_progress and rank_world()[0] == 0  # one process talks
     # every check before anything is loaded
     needs_calib = m.calib or cfg.update is not None   # the OBS update's Hessians come from the domain triplets
     root = data_root(cfg.data) if needs_calib else None
-    src = model_source(cfg.model or minilm_path()) if encoder is None else None
+    src = model_source(default_model(cfg.model)) if encoder is None else None
     model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)
     stats_path = stats if isinstance(stats, (str, Path)) else None
     if stats_path is not None:
@@ -268,8 +212,8 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     protect = read_folders(root or cfg.data, src or model, **{'statistics folder (--stats)': stats_path})  # never written
     if cache is not None: protect['cache folder (--cache)'] = Path(cache)
     out = check_output(out, overwrite, protect) if out is not None else None
-    cache = _work_dir(None, cache, {**protect, 'output folder (--out)': out, 'cache folder (--cache)': None}) if cache is not None else None
-    work = (cache or _work_dir(out, None, protect)) if m.stats and stats is None else None
+    cache = work_dir(None, cache, {**protect, 'output folder (--out)': out, 'cache folder (--cache)': None}) if cache is not None else None
+    work = (cache or work_dir(out, None, protect)) if m.stats and stats is None else None
     if work is None and m.stats and stats is None and cfg.stats_groups > 1:
         raise ValueError("stats_groups > 1 keeps each group's statistics on disk: give an output folder (--out) or a cache.")
 
@@ -294,108 +238,9 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     with stage(timings, 'prune' + (' with OBS update' if m.update or cfg.update else ''), say):
         mask = apply(enc, mask, cfg, calib)
     diff = mask_difference(mask, mag)
-    report = _report(cfg, model, enc, mask, calib, timings, diff, resumed)
+    report = run_report(cfg, model, enc, mask, calib, timings, diff, resumed)
     if out is not None and rank_world()[0] == 0:  # one process writes
         with stage(timings, 'save', say): save_run(out, enc, mask, report, stats, calib)
         if work is not None and cache is None: shutil.rmtree(work, ignore_errors=True)
     barrier()
     return enc, mask, report
-
-# %% ../nbs/11_pipeline.ipynb #2ee5da90
-class NotEnoughMemory(ValueError): "A run's estimated memory exceeds what its device has free."
-
-ACT_FACTOR = 1.3  # activations held per token, per MLP matrix's (inputs + outputs): fitted on measured peaks (`bench/`)
-
-def memory_needed(enc:Encoder,  # The loaded model
-                  cfg:RunConfig # The run's settings (method, scoring settings, batch size, token limit)
-                 ) -> dict:
-    "Bytes a run needs beyond the loaded model, by part: the statistics pass's parts and the scoring pass's."
-    lin = mlp_linears(enc).values()
-    sizes = [m.weight.numel() for m in lin]
-    n, big = sum(sizes), max(sizes)
-    m = method(cfg.method)
-    scores = (4 * big if m.per_matrix else 4 * n) + 4 * n * m.held  # scores made matrix by matrix, or all at once
-    fields = stat_fields(cfg.method, cfg.score)
-    paired = any(f in fields for f in ('cross', 'sq_gen', 'sq_dom'))
-    tokens = min(enc.max_length, cfg.max_length or enc.max_length)  # padded to the longest text, at most this
-    texts = cfg.recompute or 3 * cfg.batch_size  # a batch's queries, positives and negatives, or N texts at a time
-    width = sum(w.in_features + w.out_features for w in lin)  # activations in and out of every MLP matrix, per token
-    return {'gradient statistics': 4 * n * (len(fields) + 2 * paired) // cfg.stats_groups,  # one group's at a time
-            'per-sample gradients': (4 * n if cfg.recompute else 4 * big * (cfg.batch_size + 2)) if fields else 0,
-            'activations': int(ACT_FACTOR * texts * tokens * width * next(enc.parameters()).element_size()) if fields else 0,
-            'scores and masks': scores + 2 * n}  # + the method's mask and magnitude's (bool)
-
-def disk_needed(enc:Encoder,  # The loaded model
-                cfg:RunConfig # The run's settings
-               ) -> int:
-    "Bytes a run folder takes on disk: the model, its keep-mask, and the statistics and their checkpoints if the method reads any."
-    n = sum(m.weight.numel() for m in mlp_linears(enc).values())
-    return sum(p.numel() * p.element_size() for p in enc.parameters()) + n + 2 * 4 * n * len(stat_fields(cfg.method, cfg.score))
-
-
-def memory_total(need:dict # As returned by `memory_needed`
-                ) -> int:
-    "The peak of the two passes: the statistics (accumulators, per-sample gradients, activations), then scoring with them held."
-    return need['gradient statistics'] + max(need['per-sample gradients'] + need['activations'], need['scores and masks'])
-
-def check_memory(enc:Encoder,               # The loaded model
-                 cfg:RunConfig,             # The run's settings
-                 available:int|None=None    # Free bytes on the model's device (default: measured)
-                ) -> dict:
-    "`memory_needed`, or `NotEnoughMemory` naming the largest part and what to change when `memory_total` exceeds `available`."
-    need = memory_needed(enc, cfg)
-    if available is None:
-        dev = enc.device
-        if dev.type == 'cuda': available = torch.cuda.mem_get_info(dev)[0]
-        else: import psutil; available = psutil.virtual_memory().available
-    if memory_total(need) > available and not os.environ.get('GAPRUNE_NO_MEMORY_CHECK'):
-        gb = lambda b: f'{b / 2**30:.1f} GB'
-        part = max(need, key=need.get)
-        raise NotEnoughMemory(
-            f"method {cfg.method!r} needs about {gb(memory_total(need))} beyond the model ({part}: {gb(need[part])}), but "
-            f"{enc.device.type} has {gb(available)} free. Choose a method that reads fewer statistics (gaprune methods; "
-            f"magnitude, wanda and gaprune read none; {', '.join(stat_fields(cfg.method, cfg.score)) or 'none'} now), "
-            f"a smaller --batch-size or --max-length, --recompute 1 (holds one text's activations at a time), --stats-groups K (statistics of 1/K of the matrices at a time, kept on disk), or a device with more memory (--device cuda); GAPRUNE_NO_MEMORY_CHECK=1 skips this check.")
-    return need
-
-# %% ../nbs/11_pipeline.ipynb #887e7321
-def report_markdown(report:dict # As returned by `prune_run`
-                   ) -> str:
-    "A short human-readable summary of a run's report."
-    c = report['config']
-    lines = [f"# gaprune run: {c['method']} at {c['sparsity']:.0%} ({c['scope']}) for {c['domain']}", '',
-             f"- model: `{c['model'] or 'all-MiniLM-L6-v2 (fixture)'}`, gaprune_nb {report['gaprune_nb']}",
-             f"- scored MLP weights: {report['scored_weights']:,}; zero after pruning: {report['zero_weights']:,} "
-             f"(sparsity {report['sparsity']:.4f})",
-             f"- keep/prune decisions that differ from magnitude pruning: {report['differs_from_magnitude']:.2%}"]
-    for k, v in report['calibration'].items(): lines.append(f"- calibration {k}: {v['n']} triplets (sha256 {v['sha256'][:12]})")
-    for k, v in (report.get('resumed') or {}).items(): lines.append(f"- {k}: {v}")
-    lines += ['', '| layer | kept | total | sparsity |', '|---|---|---|---|']
-    lines += [f"| {r['layer']} | {r['kept']:,} | {r['numel']:,} | {r['sparsity']:.3f} |" for r in report['per_layer']]
-    if 'evaluation' in report:
-        lines += ['', '## Evaluation', ''] + [f"- {k}: {v}" for k, v in report['evaluation'].items()]
-    return '\n'.join(lines) + '\n'
-
-def write_report(out:str|Path, # The run folder
-                 report:dict   # As returned by `prune_run`; its wall-clock 'seconds' are not written
-                ):
-    "Write `gaprune_report.json` and `gaprune_report.md` into `out` (deterministic bytes, each file atomic)."
-    out, saved = Path(out), {k: v for k, v in report.items() if k != 'seconds'}
-    write_text(out/'gaprune_report.md', report_markdown(saved))
-    write_json(out/'gaprune_report.json', saved)  # last: it marks the folder as a finished run
-
-def save_run(out:str|Path,                 # The run folder (replaced atomically)
-             enc:Encoder,                  # The pruned model
-             mask:dict,                    # Its keep-mask
-             report:dict,                  # From `prune_run`
-             stats:GradientStats|None=None, # Saved under `stats/` if given
-             calib:dict|None=None          # Saved under `calibration/` if given
-            ) -> Path:
-    "Write model, mask, statistics, calibration triplets and report to `out`, atomically (an old run stays until then)."
-    with run_folder(out, 'prune') as tmp:
-        if calib: save_calibration(calib, tmp/'calibration')
-        write_model_files(enc, tmp)
-        save_mask(mask, tmp/'mask.safetensors', metadata={'method': report['config']['method']})
-        if stats is not None: stats.save(tmp/'stats')
-        write_report(tmp, report)
-    return Path(out)

@@ -12,7 +12,8 @@ import torch
 from torch import nn, Tensor
 from tqdm.auto import tqdm
 
-from .core import Encoder, find_layers, info_nce, mlp_linears, seed_everything
+from .core import Encoder, info_nce, seed_everything
+from .arch import find_layers, mlp_linears
 from .masks import apply_mask, resolve_mask
 
 # %% auto #0

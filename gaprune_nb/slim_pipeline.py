@@ -13,7 +13,9 @@ from .core import Encoder, model_source, seed_everything, write_model_files
 from .data import domain_triplets
 from .layer_drop import drop_plan, effir_importance
 from .options import SlimConfig, method
-from .pipeline import RunConfig, calibrate, load_kwargs, read_folders, recorded_model, score, stage, statistics, token_limit
+from .pipeline import RunConfig, calibrate, load_kwargs, score, stage, statistics, token_limit
+from .runs import read_folders, recorded_model
+from .fixtures import default_model
 from .retraining import RetrainConfig, retrain
 from .slimming import gate_scores, mlp_widths, neuron_scores, slim, train_gates
 from .store import write_json
@@ -34,9 +36,8 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
              overwrite:bool=False             # Replace a previous slim run in `out`
             ) -> tuple[Encoder, dict]:
     "Coarse-to-fine slimming (EffiR): drop MLP sub-layers, self-slim the rest, fine-tune, save. Returns (encoder, report)."
-    from gaprune_nb.fixtures import minilm_path
     say, t = show_progress, {}
-    src = model_source(cfg.model or minilm_path()) if encoder is None else None
+    src = model_source(default_model(cfg.model)) if encoder is None else None
     model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)  # what the report records: a passed encoder's source
     out = check_output(out, overwrite, read_folders(cfg.data, src or model), kind='slim') if out is not None else None  # never in what it reads
     seed_everything(cfg.seed)

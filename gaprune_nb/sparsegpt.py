@@ -8,9 +8,10 @@ import torch
 from torch import nn, Tensor
 from tqdm.auto import tqdm
 
-from .core import Encoder, evaluating, find_layers
+from .core import Encoder, evaluating
+from .arch import find_layers
 from .dai import calib_batches
-from .fisher import all_reduce_sum
+from .dist import all_reduce_sum
 
 # %% auto #0
 __all__ = ['input_hessians', 'obs_prune_matrix', 'obs_prune']

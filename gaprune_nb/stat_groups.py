@@ -8,7 +8,8 @@ import shutil
 from pathlib import Path
 
 from .core import Encoder
-from .fisher import GradientStats, barrier, gradient_statistics, rank_world, scored_linears
+from .dist import barrier, init_distributed, rank_world
+from .fisher import GradientStats, gradient_statistics, scored_linears
 from .stats_io import TENSORS_FILE, StatsCorrupt, StatsMismatch, model_identity, read_manifest, write_atomic
 from .store import sha256_json
 
@@ -44,6 +45,7 @@ def grouped_statistics(encoder:Encoder,          # The embedding model
     parts = matrix_groups(linears, groups)
     settings = {k: str(v) for k, v in sorted(kwargs.items()) if k not in ('checkpoint_every', 'on_step')}
     where = Path(folder)/f'groups-{sha256_json(dict(settings=settings, parts=parts))[:12]}'
+    init_distributed(str(encoder.device))  # under torchrun / accelerate launch: join the process group
     final, main = where/'stats', rank_world()[0] == 0
     if (final/'manifest.json').exists():
         try: return GradientStats.load(final, encoder, general, domain, kwargs.get('domain_name'), lazy=True, device=encoder.device)

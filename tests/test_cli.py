@@ -5,8 +5,10 @@ import numpy as np, pytest, torch
 from sentence_transformers import SentenceTransformer
 from transformers import AutoModel
 
-from gaprune_nb.cli import _config, _default_model, _from_args, build_parser, main
-from gaprune_nb.core import Encoder, mlp_linears
+from gaprune_nb.cli import _config, _from_args, build_parser, main
+from gaprune_nb.core import Encoder
+from gaprune_nb.arch import mlp_linears
+from gaprune_nb.fixtures import default_model
 from gaprune_nb.options import ScoreConfig, SlimConfig
 from gaprune_nb.pipeline import RunConfig, prune_run
 
@@ -75,15 +77,15 @@ def test_eval_batch_size_and_max_length_reach_the_model_and_the_evaluation(monke
     monkeypatch.setattr(ev, 'evaluate', fake)
     main(['eval', '--batch-size', '4', '--max-length', '64'])
     main(['eval'])
-    default_limit = Encoder.from_pretrained(_default_model()).max_length
+    default_limit = Encoder.from_pretrained(default_model(None)).max_length
     assert seen == [(64, 4), (default_limit, -1)]  # unset: the folder's limit, `evaluate`'s own batch size
 
 
 def test_slim_max_length_sets_the_dense_and_the_slimmed_model(monkeypatch, tmp_path, capsys):
     "`gaprune slim --max-length 64`: both the slimmed model (saved with it) and the dense one it is compared with."
-    import gaprune_nb.cli as cli
+    import gaprune_nb.jobs as jobs
     seen = {}
-    monkeypatch.setattr(cli, 'compare', lambda dense, model, *a, **kw: seen.update(dense=dense.max_length, slimmed=model.max_length) or {})
+    monkeypatch.setattr(jobs, 'compare', lambda dense, model, *a, **kw: seen.update(dense=dense.max_length, slimmed=model.max_length) or {})
     main(['slim', '--scorer', 'magnitude', '--keep', '0.9', '--finetune', 'none', '--n-calib', '4', '--max-length', '64',
           '--out', str(tmp_path / 'slim')])
     assert seen == dict(dense=64, slimmed=64)

@@ -4,7 +4,8 @@ import numpy as np, pytest, torch
 from sentence_transformers import SentenceTransformer
 from transformers import AutoModel
 
-from gaprune_nb.core import Encoder, find_layers, mlp_linears, UnsupportedArchitecture
+from gaprune_nb.core import Encoder, UnsupportedArchitecture
+from gaprune_nb.arch import find_layers, mlp_linears
 from gaprune_nb.fixtures import FixtureMissing, minilm_path, smollm2_path, tiny_model
 
 TEXTS = ['What was the net revenue in 2023?', 'Operating income rose 8%.', 'short']

@@ -5,13 +5,15 @@ import pytest
 import torch
 
 import gaprune_nb.saliency  # registers the OBD scorers
-from gaprune_nb.core import Encoder, mlp_linears
+from gaprune_nb.core import Encoder
+from gaprune_nb.arch import mlp_linears
 from gaprune_nb.data import load_triplets
 from gaprune_nb.dai import importance
 from gaprune_nb.fisher import STAT_FIELDS, gradient_statistics
 from gaprune_nb.fixtures import minilm_path, tiny_model
 from gaprune_nb.options import SlimConfig
-from gaprune_nb.pipeline import NotEnoughMemory, RunConfig, prune_run
+from gaprune_nb.memory import NotEnoughMemory
+from gaprune_nb.pipeline import RunConfig, prune_run
 from gaprune_nb.slim_pipeline import slim_run
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA device')

@@ -110,7 +110,7 @@ def _calib_worker(rank, world, port, out):
     import torch.distributed as dist
     from gaprune_nb.dai import activation_norms
     from gaprune_nb.sparsegpt import input_hessians
-    from gaprune_nb.core import mlp_linears
+    from gaprune_nb.arch import mlp_linears
     torch.set_num_threads(1)
     dist.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}', rank=rank, world_size=world)
     try:
@@ -125,7 +125,6 @@ def test_activation_norms_and_hessians_two_processes_equal_one(tmp_path):
     "Wanda's activation norms and SparseGPT's input Hessians, each process on its share of the batches: equal to one process."
     from gaprune_nb.dai import activation_norms
     from gaprune_nb.sparsegpt import input_hessians
-    from gaprune_nb.core import mlp_linears
     mp.spawn(_calib_worker, args=(2, _free_port(), str(tmp_path/'two.pt')), nprocs=2, join=True)
     two = torch.load(tmp_path/'two.pt')
     enc = Encoder(*tiny_model('bert', seed=2))

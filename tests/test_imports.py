@@ -1,4 +1,6 @@
-"""The package's import graph: every module imports alone, no cycles (lazy imports inside functions included),
+"""The package's import graph: every module imports alone, no cycles (lazy imports inside functions and
+`importlib.import_module` of a named module included; a module named at run time, as `dai.importance` does from the
+method registry, is not seen),
 no module imports another module's private names, and none imports a later notebook's module at its top level."""
 import ast, re, subprocess, sys
 from pathlib import Path
@@ -23,6 +25,10 @@ def imports(mod: str, top: bool = False) -> list[tuple[str, list[str]]]:
             if target: out.append((target, [a.name for a in n.names]))
         elif isinstance(n, ast.Import):
             out += [(a.name[len('gaprune_nb.'):], []) for a in n.names if a.name.startswith('gaprune_nb.')]
+        elif (isinstance(n, ast.Call) and getattr(n.func, 'attr', getattr(n.func, 'id', None)) == 'import_module' and n.args
+              and isinstance(n.args[0], ast.Constant) and str(n.args[0].value).startswith('gaprune_nb.')):
+            target = n.args[0].value[len('gaprune_nb.'):]  # importlib.import_module('gaprune_nb.x'): an import too
+            if target != mod: out.append((target, []))
     return out
 
 

@@ -5,7 +5,8 @@ import pytest
 import torch
 from torch import nn
 
-from gaprune_nb.core import Encoder, mlp_linears
+from gaprune_nb.core import Encoder
+from gaprune_nb.arch import mlp_linears
 from gaprune_nb.fixtures import FixtureMissing, smollm2_path, tiny_model
 
 PROMPTS = {'query': 'task: search result | query: ', 'document': 'title: none | text: ', 'classification': 'task: classify | '}

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 import torch
 
-from gaprune_nb.core import Encoder, mlp_linears
+from gaprune_nb.core import Encoder
+from gaprune_nb.arch import mlp_linears
 from gaprune_nb.data import load_triplets
 from gaprune_nb.fixtures import tiny_model
 from gaprune_nb.retraining import RetrainConfig, evaluate_triplets, merge_lora, retrain

@@ -8,7 +8,8 @@ import pytest
 import torch
 from datasets import Dataset
 
-from gaprune_nb.core import Encoder, evaluating, mlp_linears
+from gaprune_nb.core import Encoder, evaluating
+from gaprune_nb.arch import mlp_linears
 from gaprune_nb.dai import SCORERS, activation_norms, importance
 from gaprune_nb.fisher import gradient_statistics
 from gaprune_nb.fixtures import tiny_model
