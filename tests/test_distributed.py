@@ -8,6 +8,7 @@ import torch
 import torch.multiprocessing as mp
 from datasets import Dataset
 
+from gaprune_nb.arch import mlp_linears
 from gaprune_nb.core import Encoder
 from gaprune_nb.fisher import STAT_FIELDS, GradientStats, gradient_statistics
 from gaprune_nb.fixtures import tiny_model
