@@ -102,7 +102,7 @@ def _add_prune(p):
     "The flags of `prune` and `run`: the fields of `RunConfig` and `ScoreConfig`, the output and the statistics' work folder."
     _add_run(p)
     p.add_argument('--out', required=True, help='output folder: must be new or empty (written atomically)')
-    p.add_argument('--overwrite', action='store_true', help='replace a previous gaprune run in --out (never other folders)')
+    p.add_argument('--overwrite', action='store_true', help='replace a previous gaprune prune run in --out: its own files only (gaprune_files.json); anything else there is named and refused')
     p.add_argument('--cache', default=None, help='keep statistics checkpoints and finished statistics here for reuse '
                                                  '(default: OUT.partial, removed when the run completes)')
     p.add_argument('--checkpoint-every', type=_int_at_least(1), default=20, help='statistics steps between checkpoints')
@@ -137,11 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--dev', action='store_true', help=DEV_HELP)
     s.add_argument('--limit', type=_checked(parse_limit, 'limit'), default=None, help="subsample the suites: 'tiny' or N queries per task (default: full)")
     s.add_argument('--out', required=True, help='output folder: must be new or empty (written atomically)')
-    s.add_argument('--overwrite', action='store_true', help='replace a previous gaprune slim run in --out (never other folders)')
+    s.add_argument('--overwrite', action='store_true', help='replace a previous gaprune slim run in --out: its own files only (gaprune_files.json); anything else there is named and refused')
     g = sub.add_parser('analyze', help='geometry of saved runs against their dense model (table with intervals, figures)')
     g.add_argument('runs', nargs='+', metavar='RUN_DIR', help='folders written by gaprune prune / run / slim (one dense model and domain)')
     g.add_argument('--out', required=True, help='folder for geometry.csv, geometry.md, spectra.png, projection.png: new or empty')
-    g.add_argument('--overwrite', action='store_true', help='replace a previous gaprune analyze output in --out (never other files)')
+    g.add_argument('--overwrite', action='store_true', help='replace a previous gaprune analyze output in --out: its own files only; anything else there is named and refused')
     g.add_argument('-n', type=_int_at_least(10), default=1000, help='held-out domain triplets (default 1000)')
     g.add_argument('--n-boot', type=_int_at_least(10), default=200, help='bootstrap resamples for the intervals (default 200)')
     _add_run(g, ('data', 'dtype', 'device'))

@@ -19,7 +19,7 @@ t0=$(date +%s)
 echo "notebooks wall: $(( $(date +%s) - t0 )) s" >> "$times/notebooks.log"
 echo "== tests/"
 t0=$(date +%s)
-.venv/bin/python -m pytest -q -n 2 --dist loadfile tests --junitxml "$times/pytest.xml" -o junit_family=xunit1  # two test files at a time (pytest-xdist): each file's fixtures made once
+.venv/bin/python -m pytest -q -n 2 --dist load tests --junitxml "$times/pytest.xml" -o junit_family=xunit1  # two tests at a time (pytest-xdist), spread one by one: no long file holds a worker
 echo "tests wall: $(( $(date +%s) - t0 )) s" >> "$times/notebooks.log"
 echo "test command wall: $(( $(date +%s) - start )) s" >> "$times/notebooks.log"
 .venv/bin/python tools/ci_times.py "$times"
