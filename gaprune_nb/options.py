@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Callable
 
 # %% auto #0
-__all__ = ['STAT_FIELDS', 'REGISTRY', 'METHODS', 'SCOPES', 'POOLINGS', 'DTYPES', 'NORMALIZATIONS', 'ALIGNMENTS', 'DOMAINS',
-           'IN_MEMORY', 'Method', 'method', 'check_sparsity', 'check_scope', 'check_device', 'ModelConfig',
+__all__ = ['SHAPES', 'STAT_FIELDS', 'REGISTRY', 'METHODS', 'SCOPES', 'POOLINGS', 'DTYPES', 'NORMALIZATIONS', 'ALIGNMENTS',
+           'DOMAINS', 'IN_MEMORY', 'Method', 'method', 'check_sparsity', 'check_scope', 'check_device', 'ModelConfig',
            'ScoreConfig', 'stat_fields', 'SlimConfig', 'RunConfig']
 
 # %% ../nbs/00a_options.ipynb #7643a09f
@@ -29,6 +29,13 @@ class Method:
     held: int = 0                   # fp32 values per scored weight its scorer keeps for the whole model meanwhile
     reads: Callable|None = None     # with `stats`: `ScoreConfig` -> the `GradientStats` fields its scorer reads (`stat_fields`)
     scopes: tuple|None = None       # the only scopes it can honour ('N:M': any N:M); None: every scope
+
+    @property
+    def needs(self) -> str|None:
+        "The least data shape of `SHAPES` its domain data must have: 'pairs' for gradient statistics, 'texts' for activations; None: no data."
+        return 'pairs' if self.stats else 'texts' if (self.calib or self.update) else None
+
+SHAPES = ('texts', 'pairs', 'triplets')  # shapes of domain data, each allowing what the one before it does and more
 
 STAT_FIELDS = ('fisher_gen', 'fisher_dom', 'grad_gen', 'grad_dom', 'cross', 'sq_gen', 'sq_dom')  # of `fisher.GradientStats`
 _PAIRED = STAT_FIELDS[4:]  # the paired-batch products (cosine alignment, the official Fisher)
