@@ -9,10 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .store import sha256_file
+
 # %% auto #0
 __all__ = ['SHAPES', 'STAT_FIELDS', 'REGISTRY', 'METHODS', 'SCOPES', 'POOLINGS', 'DTYPES', 'NORMALIZATIONS', 'ALIGNMENTS',
-           'DOMAINS', 'IN_MEMORY', 'Method', 'method', 'check_sparsity', 'check_scope', 'check_device', 'ModelConfig',
-           'ScoreConfig', 'stat_fields', 'SlimConfig', 'RunConfig']
+           'DOMAINS', 'CANONICAL', 'IN_MEMORY', 'Method', 'method', 'check_sparsity', 'check_scope', 'check_device',
+           'check_domain', 'check_columns', 'parse_columns', 'verify_sources', 'ModelConfig', 'ScoreConfig',
+           'stat_fields', 'SlimConfig', 'RunConfig']
 
 # %% ../nbs/00a_options.ipynb #7643a09f
 @dataclass(frozen=True)
@@ -123,24 +126,76 @@ def check_device(device:str|None # A torch device name, or None (cpu)
 # %% ../nbs/00a_options.ipynb #5c1e0a7b
 DOMAINS = ("general", "finance", "chemistry")          # the domains of the benchmark data, in display order
 
+CANONICAL = ('text', 'query', 'positive', 'negative')  # the columns of domain data (`sources`): texts, pairs, triplets
+
+def check_domain(name:str # A domain name: letters, digits, '-' and '_'
+                ) -> str:
+    "`name` if it can name a target domain, else a `ValueError` saying what it may be."
+    if not (isinstance(name, str) and re.fullmatch(r'[A-Za-z0-9_-]+', name)):
+        raise ValueError(f"domain must be a name of letters, digits, '-' and '_' (e.g. legal), not {name!r}")
+    if name == 'general': raise ValueError("domain 'general' is the general side every run keeps; name the target domain otherwise (e.g. legal)")
+    return name
+
+def check_columns(columns:dict|None # {canonical column: the source's column name}
+                 ) -> dict|None:
+    "`columns` if every key is a canonical column (`CANONICAL`) and every value a name, else a `ValueError`."
+    if columns is None: return None
+    if not isinstance(columns, dict) or not columns: raise ValueError(f"columns must be a mapping such as {{'query': 'q'}}, not {columns!r}")
+    if bad := [k for k in columns if k not in CANONICAL]: raise ValueError(f"columns: unknown canonical column(s) {bad}; use {list(CANONICAL)}")
+    if bad := [k for k, v in columns.items() if not (isinstance(v, str) and v.strip())]: raise ValueError(f"columns: no source column named for {bad}")
+    return dict(columns)
+
+def parse_columns(s:str|None # 'query=q,positive=doc': canonical column = the source's column (`--columns`)
+                 ) -> dict|None:
+    "The `columns` mapping written as `--columns` takes it, checked (None for None or '')."
+    if not s: return None
+    try: out = dict(kv.split('=', 1) for kv in s.split(','))
+    except ValueError: raise ValueError(f"--columns takes CANONICAL=COLUMN pairs separated by commas, e.g. query=q,positive=doc; not {s!r}") from None
+    return check_columns(out)
+
+def _sources(v, k): # a list of source names (one name alone is a list of one), or a `ValueError`
+    if v is None: return None
+    v = [v] if isinstance(v, (str, Path)) else v
+    if not (isinstance(v, (list, tuple)) and v and all(isinstance(x, (str, Path)) and str(x) for x in v)):
+        raise ValueError(f"{k} must be a list of files, folders, globs or hub ids, not {v!r}")
+    return [str(x) for x in v]
+
+def verify_sources(records:list,             # File records of a run (`sources.DomainData.sources`)
+                   what:str='the run'        # Named in the message
+                  ):
+    "Nothing if every recorded local file still has its sha256; else a `ValueError` naming the file (hub datasets: not checked)."
+    for r in records or []:
+        if r['path'].startswith('hf://'): continue
+        p = Path(r['path'])
+        if not p.is_file(): raise ValueError(f"{what} read {p}, which is gone; put it back to reproduce the run")
+        if (now := sha256_file(p)) != r['sha256']:
+            raise ValueError(f"{what} read {p} with sha256 {r['sha256'][:12]}, it now has {now[:12]}: the data changed since; restore them to reproduce the run")
+
 IN_MEMORY = '<built in memory>'  # a run's recorded model when a run was given an `Encoder` loaded from no folder or hub id
 
 @dataclass
 class ModelConfig:
     "The model of a run, its domain and where and how it runs: the fields `RunConfig` and `SlimConfig` share (checked when made)."
     model: str|None = None    # model folder or hub id; None: the all-MiniLM-L6-v2 fixture
-    domain: str = 'finance'   # target domain: its calibration and training triplets, its evaluation suite
+    domain: str = 'finance'   # target domain, a free name: its data are `domain_data`, or the bundled preset of that name
     seed: int = 0             # every random choice: sampling (pool subset, k-means), batch order, initialisation
     data: str|None = None     # data folder; None: $GAPRUNE_DATA
     pooling: str|None = None  # None: the model folder's (sentence-transformers) pooling, else 'mean'; decoders usually want 'last'
     dtype: str|None = None    # weights' dtype: 'float32' (None), 'bfloat16' or 'float16'
     device: str|None = None   # 'cpu' (None), 'cuda', 'cuda:N' or 'mps': every stage runs there
+    domain_data: list|None = None   # the domain's data: files, folders, globs or hub ids name[:config][@split]; None: the preset `domain`
+    general_data: list|None = None  # the general side's data, the same way; None: the bundled general set
+    columns: dict|None = None       # domain data: {canonical column: your column}, e.g. {'query': 'q'}; None: found by the usual names
+    holdout: float|None = None      # share of the domain data held out for evaluation (never calibrated or trained on); None: 0.1, 0 for the bundled domains
 
     def __post_init__(self):
         if self.model == IN_MEMORY: raise ValueError("the run was made from a model built in memory, which no folder or hub id loads "
                                                      "again: set model to a folder with the same weights (core.write_model_files).")
-        if self.domain not in DOMAINS or self.domain == 'general':
-            raise ValueError(f"domain must be one of {[d for d in DOMAINS if d != 'general']}, not {self.domain!r}")
+        check_domain(self.domain)
+        self.domain_data, self.general_data = _sources(self.domain_data, 'domain_data'), _sources(self.general_data, 'general_data')
+        self.columns = check_columns(self.columns)
+        if self.holdout is not None and not (isinstance(self.holdout, numbers.Real) and 0 <= self.holdout < 1):
+            raise ValueError(f"holdout must be in [0, 1) (the share of the domain data held out) or None, not {self.holdout!r}")
         if self.pooling not in (None,) + POOLINGS: raise ValueError(f"pooling must be one of {POOLINGS}, not {self.pooling!r}")
         if self.dtype not in (None,) + DTYPES: raise ValueError(f"dtype must be one of {DTYPES}, not {self.dtype!r}")
         check_device(self.device)
@@ -153,9 +208,15 @@ class ModelConfig:
     def _from_report(cls, path, report:str, kind:str): # the config saved in `path`/`report` (a gaprune `kind` folder): what `from_run` reads
         f = Path(path)/report
         if not f.is_file(): raise FileNotFoundError(f"{path} is not a gaprune {kind} folder (no {report}).")
-        try: return cls(**json.loads(f.read_text())['config'])
+        try: rep = json.loads(f.read_text()); cfg = cls(**rep['config'])
         except (ValueError, KeyError, TypeError) as e:
             raise ValueError(f"{f} holds no usable {kind} settings ({type(e).__name__}: {e}).") from None
+        for side, k in (('domain', 'domain_data'), ('general', 'general_data')):  # runs before these fields have no 'data'
+            recs = ((rep.get('data') or {}).get(side) or {}).get('sources') or []
+            if getattr(cfg, k):  # sources given: the very files read then (a folder or glob may match others now), unchanged
+                verify_sources(recs, f"the {kind}'s {side} data")
+                setattr(cfg, k, list(dict.fromkeys(r['source'] if r['path'].startswith('hf://') else r['path'] for r in recs)) or getattr(cfg, k))
+        return cfg
 
 # %% ../nbs/00a_options.ipynb #4969e0de
 @dataclass
