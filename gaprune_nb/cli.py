@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .dist import init_distributed, rank_world  # light too: torch.distributed is imported when a process group is joined
 from .jobs import demo, evaluate_model, parse_limit, run, slim_job  # light too: each job imports what it runs
-from .options import DOMAINS, DTYPES, METHODS, POOLINGS, REGISTRY, RunConfig, ScoreConfig, SlimConfig, check_device, check_scope, check_sparsity  # light: no torch, so --help and bad arguments answer at once
+from .options import DTYPES, METHODS, POOLINGS, REGISTRY, RunConfig, ScoreConfig, SlimConfig, check_device, check_domain, check_scope, check_sparsity, parse_columns  # light: no torch, so --help and bad arguments answer at once
 
 # %% auto #0
 __all__ = ['DEV_HELP', 'build_parser', 'main']
@@ -75,9 +75,24 @@ def _add_fields(g, cls, special:dict|None=None, only:tuple|None=None):
             a['type'] = _none_or(conv) if 'None' in f.type else conv
         g.add_argument('--' + f.name.replace('_', '-'), default=d, **{**a, **kw})
 
+def _holdout(s):
+    v = float(s)
+    if not 0 <= v < 1: raise ValueError(f"must be in [0, 1) (the share of the domain data held out), not {s}")
+    return v
+
+_SOURCE = dict(action='append', type=str, metavar='SOURCE')
+_DATA_FLAGS = dict(  # the domain and its data, the same flags for prune, run and slim (`ModelConfig`)
+    domain=dict(type=_checked(check_domain, 'domain'), metavar='NAME'),
+    domain_data=dict(_SOURCE, help="the domain's data: a file (.jsonl .json .csv .tsv .parquet .txt), a folder of them, a glob or a hub id "
+                     "name[:config][@split]; repeat for more (texts, pairs or triplets: see gaprune_nb.sources); default: the preset DOMAIN"),
+    general_data=dict(_SOURCE, help="the general side's data, the same way; default: the bundled general triplets"),
+    columns=dict(type=_checked(parse_columns, 'columns'), metavar='CANON=COL,...', help="--domain-data columns: canonical=yours, e.g. query=q,positive=doc "
+                 "(canonical: text, query, positive, negative); default: found by the usual names"),
+    holdout=dict(type=_none_or(_checked(_holdout, 'holdout')), metavar='FRAC'))
+
 _LOAD = ('model', 'data', 'pooling', 'dtype', 'device')  # the `RunConfig` fields that `eval` and `demo` take too
 _RUN_FLAGS = dict(  # `RunConfig` fields whose flag needs more than its annotation: choices, checked values
-    domain=dict(choices=[d for d in DOMAINS if d != 'general']),
+    **_DATA_FLAGS,
     method=dict(choices=METHODS, metavar='METHOD', help='; '.join(f"{m.name}: {m.summary}" + (f" [scope {m.scope}]" if m.scope != 'global' else '')
                                                              for m in REGISTRY.values())),
     sparsity=dict(type=_checked(_sparsity, 'sparsity')), scope=dict(type=_checked(_scope, 'scope')),
@@ -131,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument('--max-length', type=_int_at_least(1), default=None, help="the model's token limit (default: the model folder's, at most 512)")
     e.add_argument('--json', default=None, help='also write the report as JSON here')
     s = sub.add_parser('slim', help='EffiR coarse-to-fine: drop MLP sub-layers, self-slim the rest, fine-tune; a smaller, faster model')
-    _add_fields(s.add_argument_group('settings (gaprune_nb.options.SlimConfig; "none" unsets)'), SlimConfig)
+    _add_fields(s.add_argument_group('settings (gaprune_nb.options.SlimConfig; "none" unsets)'), SlimConfig, _DATA_FLAGS)
     s.add_argument('--eval', action=argparse.BooleanOptionalAction, default=True, help='then evaluate dense and slimmed on the domain suite')
     s.add_argument('--general', action='store_true', help='also evaluate on the general suite')
     s.add_argument('--dev', action='store_true', help=DEV_HELP)
@@ -146,7 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument('--n-boot', type=_int_at_least(10), default=200, help='bootstrap resamples for the intervals (default 200)')
     _add_run(g, ('data', 'dtype', 'device'))
     d = sub.add_parser('demo', help='embed domain triplets with a model and print its MLP report'); _add_run(d, _LOAD)
-    d.add_argument('--domain', default='finance', choices=['general', 'finance', 'chemistry'])
+    d.add_argument('--domain', default='finance', type=_checked(lambda s: s if s == 'general' else check_domain(s), 'domain'), metavar='NAME',
+                   help='the domain: a bundled one (finance, chemistry, general) or any name with --domain-data (default finance)')
+    d.add_argument('--domain-data', **_DATA_FLAGS['domain_data']); d.add_argument('--columns', **_DATA_FLAGS['columns'])
     d.add_argument('-n', type=_int_at_least(1), default=64, help='number of triplets')
     return ap
 
@@ -168,7 +185,7 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
     run_kw = lambda: dict(overwrite=args.overwrite, cache=args.cache, checkpoint_every=args.checkpoint_every)
     load = dict(pooling=getattr(args, 'pooling', None), dtype=getattr(args, 'dtype', None), device=getattr(args, 'device', None))
     try:
-        if args.cmd == 'demo': demo(args.model, args.domain, args.n, args.data, **load)
+        if args.cmd == 'demo': demo(args.model, args.domain, args.n, args.data, args.domain_data, args.columns, **load)
         elif args.cmd == 'prune':
             from gaprune_nb.pipeline import prune_run
             from gaprune_nb.runs import report_markdown

@@ -100,20 +100,21 @@ def dai_scores(weights:dict,                 # {name: weight tensor} (see `score
     return PerMatrix(weights, one)  # made when read: the whole model's scores never exist at once (`dict(...)` keeps them)
 
 # %% ../nbs/05_dai.ipynb #fa7eb511
-def calib_batches(calib,          # A list of texts, or a dataset / dict with query, positive (and negative) columns
+def calib_batches(calib,          # A list of texts, or a dataset / dict with a text column, or query, positive (and negative) columns
                   batch_size:int,  # Texts per batch
                   shard:bool=False # Under torch.distributed: only this process's share (every world-th batch)
                  ):
-    "(kind, texts) batches from a list of texts (documents) or a dataset / dict with query/positive/negative columns."
+    "(kind, texts) batches from a list of texts (documents), a dataset / dict with a text column (documents) or query/positive/negative columns."
     if isinstance(calib, (list, tuple)):
         if not calib or not all(isinstance(t, str) for t in calib): raise TypeError("calib must be a non-empty list of texts.")
         cols = [('document', list(calib))]
     else:
         try: names = list(calib.column_names) if hasattr(calib, 'column_names') else list(calib)
         except TypeError: names = []
-        if not {'query', 'positive'} <= set(names):
-            raise TypeError("calib must be a list of texts or a dataset with 'query', 'positive' (and 'negative') columns.")
-        cols = [('query', list(calib['query']))] + [('document', list(calib[c])) for c in ('positive', 'negative') if c in names]
+        if 'text' in names and 'query' not in names: cols = [('document', list(calib['text']))]  # texts only (`sources`)
+        elif not {'query', 'positive'} <= set(names):
+            raise TypeError("calib must be a list of texts or a dataset with a 'text' column, or 'query', 'positive' (and 'negative') columns.")
+        else: cols = [('query', list(calib['query']))] + [('document', list(calib[c])) for c in ('positive', 'negative') if c in names]
     rank, world = rank_world() if shard else (0, 1)
     batches = ((kind, texts[i:i+batch_size]) for kind, texts in cols for i in range(0, len(texts), batch_size))
     for j, b in enumerate(batches):

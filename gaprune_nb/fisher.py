@@ -63,10 +63,10 @@ def _chunks(encoder, rows, size):
     "The forward passes of a batch: queries (slots 0..B-1), then positives and negatives (slots B..3B-1), grouped by length."
     B = len(rows['query'])
     return (_length_chunks(encoder, list(rows['query']), 'query', size, 0) +
-            _length_chunks(encoder, list(rows['positive']) + list(rows['negative']), 'document', size, B))
+            _length_chunks(encoder, list(rows['positive']) + list(rows.get('negative') or []), 'document', size, B))
 
 def _embed(encoder, chunks, toks):
-    "The embeddings of every slot, in slot order (slot j: query j, positive j-B, negative j-2B)."
+    "The embeddings of every slot, in slot order (slot j: query j, positive j-B, negative j-2B if the rows have negatives)."
     embs = [encoder(batch=t) for t in toks]
     slots = torch.tensor([j for _, sl, _ in chunks for j in sl], device=embs[0].device)
     return torch.cat(embs)[torch.argsort(slots)]
@@ -77,7 +77,7 @@ def _recomputed(encoder, linears, rows, chunks, toks, temperature, in_batch, per
     dts = {k: torch.promote_types(lin.weight.dtype, torch.float32) for k, lin in linears.items()}  # fp32 at least
     with torch.no_grad(): E = _embed(encoder, chunks, toks)
     E.requires_grad_(True)
-    losses = info_nce(E[:B], E[B:2*B], E[2*B:], temperature=temperature, in_batch=in_batch, reduction='none')
+    losses = info_nce(E[:B], E[B:2*B], E[2*B:] if len(E) > 2*B else None, temperature=temperature, in_batch=in_batch, reduction='none')
     small = _chunks(encoder, rows, size)
     stoks = [encoder.tokenize(texts, kind) for kind, _, texts in small]
     for loss in (losses.unbind() if per_sample else [losses.mean()]):
@@ -114,7 +114,7 @@ def grad_stream(encoder:Encoder,        # The model
     if recompute: yield from _recomputed(encoder, linears, rows, chunks, toks, temperature, in_batch, per_sample, recompute); return
     with _Taps(linears) as taps: E = _embed(encoder, chunks, toks)
     dev = E.device
-    losses = info_nce(E[:B], E[B:2*B], E[2*B:], temperature=temperature, in_batch=in_batch, reduction='none')
+    losses = info_nce(E[:B], E[B:2*B], E[2*B:] if len(E) > 2*B else None, temperature=temperature, in_batch=in_batch, reduction='none')
     ys = [y for k in linears for _, y in taps.calls[k]]
     # real tokens only, packed per triplet: row s holds the tokens of q_s, p_s and n_s (padding has no gradient)
     masks = [t['attention_mask'].bool() for t in toks]
@@ -252,8 +252,8 @@ MODES = ('per_sample', 'batch_squared')
 def _check_triplets(ds, what):
     cols = getattr(ds, 'column_names', None)
     if cols is None: raise TypeError(f"{what}: expected a datasets.Dataset of triplets, got {type(ds).__name__}.")
-    if miss := [c for c in ('query', 'positive', 'negative') if c not in cols]:
-        raise ValueError(f"{what}: expected columns query, positive, negative; missing {miss} (have {cols}).")
+    if miss := [c for c in ('query', 'positive') if c not in cols]:
+        raise ValueError(f"{what}: expected columns query, positive (and negative); missing {miss} (have {cols}).")
     if len(ds) == 0: raise ValueError(f"{what}: no triplets.")
 
 def _batches(ds, batch_size, seed):
@@ -292,6 +292,8 @@ def gradient_statistics(
         raise ValueError(f"Expected batch_size >= 1, checkpoint_every >= 1 and temperature > 0; got {batch_size}, "
                          f"{checkpoint_every}, {temperature}.")
     _check_triplets(general, 'general'); _check_triplets(domain, 'domain')
+    if not in_batch and not all('negative' in d.column_names for d in (general, domain)):
+        raise ValueError("in_batch=False contrasts each query with its hard negative only: pairs (no negative column) need in_batch=True.")
     linears = scored_linears(encoder, params, include_attention)
     names = list(linears)
     bat = dict(gen=_batches(general, batch_size, seed), dom=_batches(domain, batch_size, seed))

@@ -15,24 +15,25 @@ def demo(model:str|None=None, # Model folder or hub id (default: the all-MiniLM-
          domain:str='finance', # Which triplets to embed
          n:int=64,             # How many triplets
          data:str|None=None,   # Data folder (default: $GAPRUNE_DATA)
+         domain_data:list|None=None, # The domain's data (files, folders, globs, hub ids; see `sources`); None: the preset `domain`
+         columns:dict|None=None,     # {canonical column: your column} for `domain_data`
          **load                # `Encoder.from_pretrained` settings: pooling, dtype, device
         ):
-    "Embed `n` triplets of `domain`, report positive-vs-negative accuracy and the MLP/attention parameter split."
+    "Embed `n` rows of `domain`, report positive-vs-negative accuracy (triplets) and the MLP/attention parameter split."
     from gaprune_nb.core import Encoder, param_breakdown, model_source
     from gaprune_nb.arch import find_layers
-    from gaprune_nb.data import data_root, domain_triplets
+    from gaprune_nb.sources import load_domain
     from gaprune_nb.fixtures import default_model
     from gaprune_nb.retraining import evaluate_triplets
     t0 = time.time()
-    root, src = data_root(data), model_source(default_model(model))  # checked before anything is loaded
+    dd, src = load_domain(domain, domain_data, columns, data), model_source(default_model(model))  # checked before anything is loaded
     enc = Encoder.from_pretrained(src, **load)
-    trip = domain_triplets(domain, root=root)
-    trip = trip.shuffle(seed=0).select(range(min(n, len(trip))))
-    acc = evaluate_triplets(enc, trip)['accuracy']
+    trip = dd.data.shuffle(seed=0).select(range(min(n, len(dd))))
+    acc = evaluate_triplets(enc, trip)['accuracy'] if dd.shape == 'triplets' else None
     rep = param_breakdown(enc.model)
     spec = find_layers(enc.model)[0].names
     print(f"model   {model or 'all-MiniLM-L6-v2 (fixture)'}  ({sum(x.numel() for x in enc.parameters())/1e6:.1f}M params, {enc.pooling} pooling)")
-    print(f"data    {len(trip)} {domain} triplets: positive ranked above hard negative for {acc:.1%}")
+    print(f"data    {len(trip)} {domain} {dd.shape}" + (f": positive ranked above hard negative for {acc:.1%}" if acc is not None else " (no hard negatives: no ranking accuracy)"))
     print(f"MLP     {rep.mlp.sum()/1e6:.2f}M weights in {len(rep)} layers ({rep.mlp_share.mean():.0%} of layer params); layer 0: "
           + ', '.join(f"{k}={v}" for k, v in spec.items() if k in ('attn', 'up', 'gate', 'down')))
     print(rep.to_string(index=False))
@@ -85,6 +86,14 @@ def evaluate_model(model,                 # A model folder, hub id or `Encoder` 
     rep = evaluate(enc, suite, **({} if batch_size is None else dict(batch_size=batch_size)), root=root, limit=limit, show_progress=show_progress)
     if out: write_text(out, rep.to_json())
     return rep
+
+def _has_suite(domain:str, data, instead:str):
+    "Nothing if the data folder has an evaluation suite for `domain`; else a `ValueError` saying what to run instead (before any work)."
+    from gaprune_nb.data import catalog
+    cat = catalog(data)
+    if not ((cat.domain == domain) & (cat.kind != 'triplets')).any():
+        raise ValueError(f"domain {domain!r} has no evaluation suite in the data folder (evaluation on its held-out rows is not wired in yet): "
+                         f"use {instead}, then gaprune eval for the bundled suites")
 
 def compare(dense,                 # The dense `Encoder`
             model,                 # The compressed `Encoder`
@@ -154,7 +163,7 @@ def run(cfg,                        # A `RunConfig`
     from gaprune_nb.runs import write_report
     from gaprune_nb.fixtures import default_model
     t0 = time.perf_counter()
-    limit = _as_limit(limit); data_root(cfg.data)  # checked before the pruning starts
+    limit = _as_limit(limit); data_root(cfg.data); _has_suite(cfg.domain, cfg.data, 'gaprune prune')  # checked before the pruning starts
     if not overwrite and (report := _unevaluated(out, cfg)):  # an earlier run of these settings stopped in its evaluation
         if show_progress: print(f"== {out} holds the pruned model of these settings, not yet evaluated: evaluating it", file=sys.stderr)
         pruned, report['seconds'] = Encoder.from_pretrained(out, **load_kwargs(cfg)), {}
@@ -192,6 +201,7 @@ def slim_job(cfg,                   # A `SlimConfig`
     from gaprune_nb.store import write_json
     t0 = time.perf_counter()
     limit = _as_limit(limit); data_root(cfg.data)  # checked before the slimming starts
+    if evaluate: _has_suite(cfg.domain, cfg.data, 'gaprune slim --no-eval')
     slimmed, rep = slim_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite)
     print(f"parameters kept: {rep['params_kept']:.1%} (MLP {rep['mlp_params_kept']:.1%}); dropped MLPs: "
           f"{rep['dropped']['mlp'] or 'none'}; MLP widths: {rep['widths']}")

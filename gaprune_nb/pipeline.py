@@ -12,7 +12,8 @@ from pathlib import Path
 from .core import Encoder, model_source, seed_everything
 from .arch import find_layers
 from datasets import concatenate_datasets
-from .data import catalog, data_root, domain_triplets, load_triplets
+from .data import data_root
+from .sources import RunData, load_domain, run_data
 from .sampling import kmeans_sample
 from .fixtures import default_model
 from .dist import barrier, init_distributed, rank_world
@@ -40,30 +41,33 @@ def calibration_sets(encoder:Encoder,          # The model whose query embedding
                      pool:int|None=4000,        # Triplets per side embedded for k-means (a seeded subset); None: all
                      root:str|Path|None=None,   # Data folder (default: $GAPRUNE_DATA)
                      show_progress:bool=False,  # Progress bars while embedding
-                     balance:bool=False         # Pool: at most pool / (number of files) triplets from each triplet file
+                     balance:bool=False,        # Pool: at most pool / (number of files) rows from each file
+                     data:dict|None=None        # {'general': DomainData, domain: DomainData} (`RunData.sides`); None: the presets
                     ) -> dict:
-    "k-means-selected calibration triplets: {'general': Dataset, domain: Dataset}."
+    "k-means-selected calibration rows (over the queries, or the texts): {'general': Dataset, domain: Dataset}."
     out = {}
-    for d in ('general', domain):
+    for d, dd in (data or {d: load_domain(d, root=root) for d in ('general', domain)}).items():
         if balance and pool:
-            cat = catalog(root)
-            files = [load_triplets(p) for p in cat[(cat.kind == 'triplets') & (cat.domain == d)].path]
+            files = dd.parts()
             ds = concatenate_datasets([f.shuffle(seed=seed).select(range(min(len(f), pool // len(files)))) for f in files])
         else:
-            ds = domain_triplets(d, root=root)
+            ds = dd.data
             if pool and len(ds) > pool: ds = ds.shuffle(seed=seed).select(range(pool))
-        out[d] = kmeans_sample(ds, n, encoder, seed=seed, show_progress=show_progress)
+        out[d] = kmeans_sample(ds, n, encoder, seed=seed, show_progress=show_progress, column=dd.key)
     return out
 def calibrate(encoder:Encoder,             # The model the triplets are chosen with (k-means over its embeddings)
               cfg:RunConfig,               # domain, n_calib, pool, seed, balance, data
               show_progress:bool=False,    # Progress bars while embedding
-              cache:str|Path|None=None     # A folder: the triplets are saved there once and loaded on later calls
+              cache:str|Path|None=None,    # A folder: the triplets are saved there once and loaded on later calls
+              data:RunData|None=None       # The run's data (`sources.run_data`); None: read here
              ) -> dict:
-    "Stage 1: the calibration triplets of a run: {'general': Dataset, cfg.domain: Dataset}."
-    make = lambda: calibration_sets(encoder, cfg.domain, cfg.n_calib, cfg.seed, cfg.pool, cfg.data, show_progress, cfg.balance)
+    "Stage 1: the calibration rows of a run: {'general': Dataset, cfg.domain: Dataset}."
+    data = data or run_data(cfg, 'texts', 'the calibration', cfg.n_calib)
+    make = lambda: calibration_sets(encoder, cfg.domain, cfg.n_calib, cfg.seed, cfg.pool, cfg.data, show_progress, cfg.balance, data.sides())
     if cache is None: return _say_short(make(), cfg)
     key = sha256_json(dict(weights=state_dict_sha256(encoder), data=str(data_root(cfg.data)),  # what the choice depends on
-                           **{k: getattr(cfg, k) for k in ('domain', 'n_calib', 'pool', 'seed', 'balance')}))[:12]
+                           **{k: getattr(cfg, k) for k in ('domain', 'n_calib', 'pool', 'seed', 'balance')},
+                           **({} if cfg.domain_data is cfg.general_data is cfg.holdout is None else dict(sources=data.record))))[:12]
     where = Path(cache)/f'calibration-{key}'
     if bad := where.exists() and checksum_problem(where, '*.jsonl'):  # edited, damaged or unchecked: never used
         print(f"   cached calibration triplets not used, recomputed: {bad}", file=sys.stderr)
@@ -201,7 +205,11 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     m, say = method(cfg.method), show_progress and rank_world()[0] == 0  # one process talks
     # every check before anything is loaded
     needs_calib = m.calib or cfg.update is not None   # the OBS update's Hessians come from the domain triplets
-    root = data_root(cfg.data) if needs_calib else None
+    root = data_root(cfg.data) if needs_calib and not (cfg.domain_data and cfg.general_data) else None
+    what = f"method {cfg.method!r}" + (" with update='obs'" if cfg.update and not m.calib else '')
+    data = run_data(cfg, m.needs or 'texts', what, cfg.n_calib) if needs_calib else None  # read and checked: shape, held-out split, rows
+    if m.stats and not cfg.in_batch and 'pairs' in (data.domain.shape, data.general.shape):
+        raise ValueError("in_batch=False contrasts each query with its hard negative only, which pairs do not have: keep --in-batch on, or give triplets")
     src = model_source(default_model(cfg.model)) if encoder is None else None
     model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)
     stats_path = stats if isinstance(stats, (str, Path)) else None
@@ -226,7 +234,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
         if out is not None: check_space(out, disk_needed(enc, cfg), what='the run')  # and one whose disk is too full
     if needs_calib:
         with stage(timings, 'calibration sample (k-means)', say):
-            calib = calibrate(enc, cfg, show_progress, cache)
+            calib = calibrate(enc, cfg, show_progress, cache, data)
     if stats_path is not None:  # loaded above: now check it belongs to this model and these triplets
         with token_limit(enc, cfg.max_length):
             check_identity(stats.manifest, enc, calib['general'], calib[cfg.domain], where=stats_path)
@@ -238,7 +246,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     with stage(timings, 'prune' + (' with OBS update' if m.update or cfg.update else ''), say):
         mask = apply(enc, mask, cfg, calib)
     diff = mask_difference(mask, mag)
-    report = run_report(cfg, model, enc, mask, calib, timings, diff, resumed)
+    report = run_report(cfg, model, enc, mask, calib, timings, diff, resumed, data.record if data else None)
     if out is not None and rank_world()[0] == 0:  # one process writes
         with stage(timings, 'save', say): save_run(out, enc, mask, report, stats, calib)
         if work is not None and cache is None: shutil.rmtree(work, ignore_errors=True)

@@ -140,21 +140,23 @@ def merge_lora(encoder:Encoder,       # A model whose Linears carry LoRA adapter
     return encoder
 
 # %% ../nbs/08_retraining.ipynb #96c08b0d
-def _columns(triplets) -> tuple[list, list, list]:
-    "Query, positive and negative texts of a `datasets.Dataset`, a DataFrame, a dict of lists or a list of dicts."
+def _columns(triplets, pairs:bool=False) -> tuple[list, list, list|None]:
+    "Query, positive and negative texts of a `datasets.Dataset`, a DataFrame, a dict of lists or a list of dicts (with `pairs`, None for absent negatives)."
     cols = ('query', 'positive', 'negative')
+    need = cols[:2] if pairs else cols
     if isinstance(triplets, (list, tuple)):
-        if triplets and not all(isinstance(r, dict) and all(c in r for c in cols) for r in triplets):
-            raise ValueError(f"triplets as a list must hold dicts with keys {cols}")
-        return _check_texts(tuple([r[c] for r in triplets] for c in cols))
+        if triplets and not all(isinstance(r, dict) and all(c in r for c in need) for r in triplets):
+            raise ValueError(f"triplets as a list must hold dicts with keys {need}")
+        triplets = {c: [r[c] for r in triplets] for c in cols if all(c in r for r in triplets)}
     have = next((list(x) for x in (getattr(triplets, 'column_names', None), getattr(triplets, 'columns', None),
                                    triplets.keys() if isinstance(triplets, dict) else None) if x is not None), [])
-    missing = [c for c in cols if c not in have]
-    if missing: raise ValueError(f"triplets need columns {cols}; missing {missing} (has {have})")
-    return _check_texts(tuple(list(triplets[c]) for c in cols))
+    missing = [c for c in need if c not in have]
+    if missing: raise ValueError(f"triplets need columns {need}; missing {missing} (has {have})")
+    return _check_texts(tuple(list(triplets[c]) if c in have else None for c in cols))
 
 def _check_texts(cols:tuple) -> tuple:
     for c, texts in zip(('query', 'positive', 'negative'), cols):
+        if texts is None: continue  # pairs: no negatives
         i = next((i for i, t in enumerate(texts) if not isinstance(t, str)), None)
         if i is not None: raise ValueError(f"triplet texts must be strings: row {i} {c!r} is {texts[i]!r}")
     return cols
@@ -174,15 +176,16 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
     from transformers import get_linear_schedule_with_warmup
     cfg = config or RetrainConfig()
     if steps < 1: raise ValueError(f"steps must be >= 1, not {steps}")
-    q, p, n = _columns(triplets)
+    q, p, n = _columns(triplets, pairs=True)
     if not q: raise ValueError("triplets is empty")
+    if n is None and not cfg.in_batch: raise ValueError("pairs (no negative column) need in_batch=True: without hard negatives the batch's other documents are the only contrast")
     if cfg.method == 'frozen' and extra is None: raise ValueError("method 'frozen' trains only `extra`: pass one (e.g. NeuronGates)")
     if extra is not None and not inplace: raise ValueError("`extra` acts on the encoder it was made for: use inplace=True")
     enc = encoder if inplace else copy.deepcopy(encoder)
     pairs = _resolve_mask(enc, mask)
     apply_mask(enc, pairs)                  # pruned weights start at exactly zero (the pairs are reused every step)
     grads = {p_: p_.requires_grad for p_ in enc.parameters()}
-    batches = _batches(list(zip(p, n)), cfg.batch_size, steps, cfg.seed, cfg.no_duplicates)
+    batches = _batches(list(zip(p, n)) if n is not None else [(d,) for d in p], cfg.batch_size, steps, cfg.seed, cfg.no_duplicates)
     seed_everything(cfg.seed)               # LoRA initialisation and dropout
     pm, was_training = None, enc.training
     try:
@@ -197,8 +200,8 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
         bar = tqdm(batches, desc=f'retrain ({cfg.method})', disable=not cfg.progress, unit='step')
         for step, idx in enumerate(bar):
             qe = enc([q[i] for i in idx], 'query')
-            de = enc([p[i] for i in idx] + [n[i] for i in idx], 'document')
-            loss = info_nce(qe, de[:len(idx)], de[len(idx):], cfg.temperature, in_batch=cfg.in_batch)
+            de = enc([p[i] for i in idx] + ([n[i] for i in idx] if n is not None else []), 'document')
+            loss = info_nce(qe, de[:len(idx)], de[len(idx):] if n is not None else None, cfg.temperature, in_batch=cfg.in_batch)
             pen = extra.penalty() if extra is not None else None
             opt.zero_grad(set_to_none=True)
             (loss if pen is None else loss + pen).backward()

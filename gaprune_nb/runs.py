@@ -11,11 +11,11 @@ from pathlib import Path
 from . import __version__
 from .arch import mlp_linears
 from .core import Encoder, write_model_files
-from .data import load_triplets
+from .sources import load_file
 from .fisher import GradientStats
 from .fixtures import minilm_path
 from .masks import save_mask, sparsity_report
-from .options import IN_MEMORY, RunConfig
+from .options import CANONICAL, IN_MEMORY, RunConfig
 from .outputs import check_output, run_folder
 from .stats_io import dataset_sha256
 from .store import to_json, write_json, write_text
@@ -28,18 +28,17 @@ __all__ = ['CACHE_MARKER', 'save_calibration', 'load_calibration', 'recorded_mod
 def save_calibration(calib:dict, # As returned by `calibrate`
                      path:str|Path # A folder: one `<side>.jsonl` per side is written
                     ) -> Path:
-    "Save calibration triplets as JSONL files (deterministic bytes) that `load_calibration` and `load_triplets` read."
+    "Save calibration rows (triplets, pairs or texts) as JSONL files (deterministic bytes) that `load_calibration` and `sources.load_file` read."
     path = Path(path)
     for side, ds in calib.items():
-        rows = zip(ds['query'], ds['positive'], ds['negative'])
-        write_text(path/f'{side}.jsonl', ''.join(to_json(dict(query=q, positive=p, negative=n), indent=None) + '\n'
-                                                 for q, p, n in rows))
+        cols = [c for c in CANONICAL[1:] if c in ds.column_names] or ['text']  # query, positive, negative: in that order
+        write_text(path/f'{side}.jsonl', ''.join(to_json(dict(zip(cols, r)), indent=None) + '\n' for r in zip(*(ds[c] for c in cols))))
     return path
 
 def load_calibration(path:str|Path # A folder written by `save_calibration` (a run's `calibration/`)
                     ) -> dict:
-    "Calibration triplets saved by `save_calibration`: {side: Dataset}."
-    return {p.stem: load_triplets(p) for p in sorted(Path(path).glob('*.jsonl'))}
+    "Calibration rows saved by `save_calibration`: {side: Dataset}."
+    return {p.stem: load_file(p)[0] for p in sorted(Path(path).glob('*.jsonl'))}
 
 # %% ../nbs/10d_runs.ipynb #5315875d
 def recorded_model(model:str|None, # `cfg.model`: the folder or hub id the run says it prunes
@@ -89,7 +88,8 @@ def run_report(cfg:RunConfig,          # The run's settings
                calib:dict,             # Its calibration triplets, {side: Dataset}
                timings:dict,           # Each stage's wall time (returned and printed, never saved)
                magnitude_diff:float,   # Share of keep/prune decisions that differ from magnitude pruning
-               resumed:dict            # What was resumed or loaded, {what: how}
+               resumed:dict,           # What was resumed or loaded, {what: how}
+               data:dict|None=None     # What the run read (`sources.RunData.record`): files, hashes, rows, shape, held-out split
               ) -> dict:
     "The report of a run, as `prune_run` returns it and `write_report` saves it (less the times)."
     lin = mlp_linears(enc)
@@ -100,7 +100,7 @@ def run_report(cfg:RunConfig,          # The run's settings
                 calibration={k: dict(n=len(v), sha256=dataset_sha256(v)) for k, v in calib.items()},
                 scored_weights=total, zero_weights=zeros, sparsity=zeros/total,
                 differs_from_magnitude=magnitude_diff, per_layer=layers.to_dict('records'), resumed=resumed,
-                seconds=timings)
+                **({} if data is None else dict(data=data)), seconds=timings)
 
 # %% ../nbs/10d_runs.ipynb #cec113e7
 def report_markdown(report:dict # As returned by `prune_run`
@@ -112,7 +112,10 @@ def report_markdown(report:dict # As returned by `prune_run`
              f"- scored MLP weights: {report['scored_weights']:,}; zero after pruning: {report['zero_weights']:,} "
              f"(sparsity {report['sparsity']:.4f})",
              f"- keep/prune decisions that differ from magnitude pruning: {report['differs_from_magnitude']:.2%}"]
-    for k, v in report['calibration'].items(): lines.append(f"- calibration {k}: {v['n']} triplets (sha256 {v['sha256'][:12]})")
+    for k, v in (report.get('data') or {}).items():
+        held = (v.get('holdout') or {}).get('rows')
+        lines.append(f"- {k} data: {v['name']}, {v['rows']:,} {v['shape']} from {len(v['sources'])} file(s)" + (f", {held:,} held out" if held else ''))
+    for k, v in report['calibration'].items(): lines.append(f"- calibration {k}: {v['n']} rows (sha256 {v['sha256'][:12]})")
     for k, v in (report.get('resumed') or {}).items(): lines.append(f"- {k}: {v}")
     lines += ['', '| layer | kept | total | sparsity |', '|---|---|---|---|']
     lines += [f"| {r['layer']} | {r['kept']:,} | {r['numel']:,} | {r['sparsity']:.3f} |" for r in report['per_layer']]

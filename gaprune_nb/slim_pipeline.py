@@ -10,9 +10,9 @@ from pathlib import Path
 
 from .arch import drop_sublayers, dropped_sublayers, find_layers
 from .core import Encoder, model_source, seed_everything, write_model_files
-from .data import domain_triplets
+from .sources import DomainData, run_data
 from .layer_drop import drop_plan, effir_importance
-from .options import SlimConfig, method
+from .options import SHAPES, SlimConfig, method
 from .pipeline import RunConfig, calibrate, load_kwargs, score, stage, statistics, token_limit
 from .runs import read_folders, recorded_model
 from .fixtures import default_model
@@ -29,6 +29,14 @@ def _params(enc:Encoder) -> dict:
     mlp = sum(w.weight.numel() for l in find_layers(enc) for w in l.linears().values())
     return dict(total=sum(p.numel() for p in enc.parameters()), mlp=mlp)
 
+def _needs(cfg:SlimConfig) -> tuple[str|None, str]:
+    "The least data shape a slim run needs and what needs it (the most demanding step): pairs for gates and fine-tuning."
+    steps = [('pairs', f"slim --scorer gates (trained on query, positive)") if cfg.scorer == 'gates' else None,
+             ('pairs', f"slim --finetune {cfg.finetune} (contrastive; with texts only use --finetune none)") if cfg.finetune != 'none' and cfg.finetune_steps else None,
+             (method(cfg.scorer).needs, f"slim --scorer {cfg.scorer}") if cfg.scorer != 'gates' and method(cfg.scorer).needs else None,
+             ('texts', f"slim --drop-mlp {cfg.drop_mlp}") if cfg.drop_mlp else None]
+    return max((s for s in steps if s), key=lambda s: SHAPES.index(s[0]), default=(None, ''))
+
 def slim_run(cfg:SlimConfig,                  # The run's settings
              out:str|Path|None=None,          # Output folder (new or empty; written atomically); None: keep in memory
              encoder:Encoder|None=None,       # An already loaded model to slim in place (else `cfg.model` is loaded)
@@ -37,6 +45,9 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
             ) -> tuple[Encoder, dict]:
     "Coarse-to-fine slimming (EffiR): drop MLP sub-layers, self-slim the rest, fine-tune, save. Returns (encoder, report)."
     say, t = show_progress, {}
+    need, what = _needs(cfg)
+    both = cfg.scorer != 'gates' and method(cfg.scorer).calib  # a weight-level scorer's calibration: both sides, n_calib rows each
+    data = run_data(cfg, need, what, cfg.n_calib if both else None, general=both) if need else None  # before anything loads
     src = model_source(default_model(cfg.model)) if encoder is None else None
     model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)  # what the report records: a passed encoder's source
     out = check_output(out, overwrite, read_folders(cfg.data, src or model), kind='slim') if out is not None else None  # never in what it reads
@@ -45,12 +56,12 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
         enc = Encoder.from_pretrained(src, **load_kwargs(cfg), max_length=cfg.max_length) if encoder is None else encoder
         before = _params(enc)
         if out is not None: check_space(out, sum(p.numel() * p.element_size() for p in enc.parameters()), what='the slimmed model')
-        trip = domain_triplets(cfg.domain, root=cfg.data).shuffle(seed=cfg.seed)
+        trip = data.domain.data.shuffle(seed=cfg.seed) if data else None  # never the held-out rows
         n_train = cfg.batch_size * max(cfg.gate_steps, cfg.finetune_steps, 1)
-        train = trip.select(range(min(len(trip), n_train)))
+        train = trip.select(range(min(len(trip), n_train))) if data else None
     if cfg.drop_mlp:
         with stage(t, f'coarse: drop {cfg.drop_mlp} MLP sub-layers', say):
-            texts = [x for r in trip.select(range(min(len(trip), cfg.n_calib))) for x in (r['query'], r['positive'])]
+            texts = DomainData(cfg.domain, data.domain.shape, trip.select(range(min(len(trip), cfg.n_calib)))).texts()
             imp = effir_importance(enc, texts, show_progress=say)
             drop_sublayers(enc, mlp=drop_plan(imp, n_mlp=cfg.drop_mlp)['mlp'])
     gates, hist = None, []
@@ -60,8 +71,9 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
             scores = gate_scores(gates)
         else:
             rc = RunConfig(model=cfg.model, domain=cfg.domain, method=cfg.scorer, n_calib=cfg.n_calib, seed=cfg.seed, data=cfg.data,
-                           pooling=cfg.pooling, dtype=cfg.dtype, device=cfg.device)
-            calib = calibrate(enc, rc, say) if method(cfg.scorer).calib else {}
+                           pooling=cfg.pooling, dtype=cfg.dtype, device=cfg.device, domain_data=cfg.domain_data,
+                           general_data=cfg.general_data, columns=cfg.columns, holdout=cfg.holdout)
+            calib = calibrate(enc, rc, say, data=data) if method(cfg.scorer).calib else {}
             stats = statistics(enc, calib, rc, show_progress=say)[0] if method(cfg.scorer).stats else None
             scores = neuron_scores(enc, score(enc, rc, stats, calib))
     with stage(t, f'fine: keep {cfg.keep:.0%} of the MLP neurons', say):
@@ -71,7 +83,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
             retrain(enc, train, cfg.finetune_steps, config=RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size,
                                                                           seed=cfg.seed + 1, progress=say), inplace=True)
     after = _params(enc)
-    report = dict(config=asdict(cfg) | dict(model=model), params_before=before, params_after=after,
+    report = dict(config=asdict(cfg) | dict(model=model), **({} if data is None else dict(data=data.record)), params_before=before, params_after=after,
                   params_kept=after['total'] / before['total'], mlp_params_kept=after['mlp'] / before['mlp'],
                   dropped=dropped_sublayers(enc), widths=mlp_widths(enc),
                   gate_training=hist[-1] if hist else None, seconds=t)

@@ -27,17 +27,18 @@ class StatsMismatch(ValueError):
 TRIPLET_COLUMNS = ('query', 'positive', 'negative')
 
 def dataset_sha256(ds,                          # A `Dataset` (or dict of columns)
-                   columns:tuple=TRIPLET_COLUMNS # The columns hashed, row by row
+                   columns:tuple|None=None       # The columns hashed, row by row; None: those of TRIPLET_COLUMNS it has (pairs too), else 'text'
                   ) -> str:
     "sha256 of the `columns` of `ds`, row by row in order: same texts in the same order, same hash."
     have = getattr(ds, 'column_names', None) or list(ds.keys())
+    if columns is None: columns = tuple(c for c in TRIPLET_COLUMNS if c in have) if 'query' in have else ('text',)
     if missing := [c for c in columns if c not in have]:
         raise ValueError(f"Expected triplets with columns {list(columns)}; missing {missing} (have {have}).")
     return sha256_stream(to_json(row, indent=None) + '\n' for row in zip(*(ds[c] for c in columns)))  # one JSON line per row
 
 def dataset_identity(ds # A `Dataset` of triplets
                     ) -> dict:
-    "What identifies a triplet set in a manifest: its content hash and its number of rows."
+    "What identifies a triplet (or pair) set in a manifest: its content hash and its number of rows."
     return dict(sha256=dataset_sha256(ds), rows=len(ds))
 
 # %% ../nbs/02b_stats_io.ipynb #7277066a

@@ -1,0 +1,163 @@
+"""Any domain, any source (issue 32): a domain the package has never heard of, its data in three shapes built in a
+temporary folder from the bundled finance data (a .txt of texts, a .csv of pairs, a .parquet of triplets), through the
+real `gaprune` command offline; the bundled preset and the same file given as --domain-data give the same mask; every
+bad input is one line and leaves the file tree as it was."""
+import hashlib, json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sentence_transformers import SentenceTransformer
+
+from conftest import full_tree, gaprune, one_line_error, tree
+from gaprune_nb.core import Encoder
+from gaprune_nb.options import RunConfig
+from gaprune_nb.sources import MIN_HELD, holdout, load_domain
+
+REAL_DATA = Path(__file__).resolve().parents[2] / 'shared' / 'data'
+TEXTS = ['What was the operating margin in 2022?', 'Revenue grew 8% year over year.']
+N = 600  # rows of each shape: 10% held out is comfortably more than MIN_HELD
+
+
+@pytest.fixture(scope='module')
+def legal(tmp_path_factory):
+    "Three files of one new domain, one per shape, under the names a user's files might have."
+    src = REAL_DATA / 'triplets' / 'finance' / 'fin_qa10k.jsonl'
+    if not src.is_file(): pytest.skip('bundled finance triplets not found')
+    rows = pd.read_json(src, lines=True).head(N)
+    one = lambda s: ' '.join(str(s).split())  # one text per line
+    d = tmp_path_factory.mktemp('legal')
+    (d / 'texts.txt').write_text(''.join(one(t) + '\n' for t in rows.positive), encoding='utf-8')
+    rows.rename(columns=dict(query='question', positive='answer'))[['question', 'answer']].to_csv(d / 'pairs.csv', index=False)
+    rows[['query', 'positive', 'negative']].to_parquet(d / 'triplets.parquet')
+    return d
+
+
+FILES = dict(texts='texts.txt', pairs='pairs.csv', triplets='triplets.parquet')
+
+
+def prune(bert, data, src, out, *extra, method='gaprune'):
+    return gaprune('prune', '--model', bert, '--data', data, '--domain', 'legal', '--domain-data', src, '--method', method,
+                   '--n-calib', 8, '--pool', 0, '--batch-size', 4, '--out', out, *extra)
+
+
+def same_embeddings(out):
+    "The saved folder gives the same embeddings in sentence-transformers as in the package's Encoder."
+    ref = Encoder.from_pretrained(out).encode(TEXTS, normalize=True)
+    np.testing.assert_allclose(SentenceTransformer(str(out), device='cpu').encode(TEXTS), ref, atol=1e-5)
+
+
+@pytest.mark.parametrize('shape,method', [('texts', 'gaprune'), ('pairs', 'fisher-dom'), ('triplets', 'fisher-dom')])
+def test_prune_a_new_domain_from_each_shape(tmp_path, bert, data, legal, shape, method):
+    "Texts get an activation method, pairs and triplets the gradient statistics; the report records what was read and held out."
+    src, before = legal / FILES[shape], tree(legal)
+    r = prune(bert, data, src, tmp_path / 'run', method=method)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rep = json.loads((tmp_path / 'run' / 'gaprune_report.json').read_text())
+    dom = rep['data']['domain']
+    assert (dom['name'], dom['shape'], dom['rows']) == ('legal', shape, N)
+    assert [(s['path'], s['sha256']) for s in dom['sources']] == [(str(src.resolve()), hashlib.sha256(src.read_bytes()).hexdigest())]
+    held = holdout(load_domain('legal', [src]), 0.1, 0)[1]
+    assert dom['holdout']['rows'] == len(held) >= MIN_HELD and dom['holdout']['frac'] == 0.1
+    key = 'text' if shape == 'texts' else 'query'
+    calib = [json.loads(l) for l in (tmp_path / 'run' / 'calibration' / 'legal.jsonl').read_text().splitlines()]
+    assert len(calib) == 8 and not {c[key] for c in calib} & set(held.data[key])  # never a held-out row
+    same_embeddings(tmp_path / 'run')
+    assert RunConfig.from_run(tmp_path / 'run').domain_data == [str(src.resolve())]
+    assert tree(legal) == before
+
+
+def test_from_run_refuses_changed_data(tmp_path, bert, data, legal):
+    src = tmp_path / 'mine.csv'
+    src.write_bytes((legal / 'pairs.csv').read_bytes())
+    r = prune(bert, data, src, tmp_path / 'run', '--update', 'obs', method='magnitude')
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert RunConfig.from_run(tmp_path / 'run').domain == 'legal'
+    src.write_text(src.read_text().replace('NVIDIA', 'Nvidia'))
+    with pytest.raises(ValueError, match='the data changed since'): RunConfig.from_run(tmp_path / 'run')
+
+
+@pytest.mark.parametrize('shape', ['texts', 'pairs', 'triplets'])
+def test_slim_a_new_domain_from_each_shape(tmp_path, bert, data, legal, shape):
+    "Texts: an activation scorer and no fine-tuning; pairs and triplets: trained gates and contrastive fine-tuning."
+    extra = (['--scorer', 'wanda', '--finetune', 'none'] if shape == 'texts' else
+             ['--gate-steps', 2, '--finetune-steps', 2, '--batch-size', 4])
+    r = gaprune('slim', '--model', bert, '--data', data, '--domain', 'legal', '--domain-data', legal / FILES[shape],
+                '--keep', 0.5, '--n-calib', 8, '--no-eval', '--out', tmp_path / 'slim', *extra)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rep = json.loads((tmp_path / 'slim' / 'slim_report.json').read_text())
+    assert rep['data']['domain']['shape'] == shape and rep['data']['domain']['holdout']['rows'] >= MIN_HELD
+    assert 0.4 < rep['mlp_params_kept'] < 0.6
+    same_embeddings(tmp_path / 'slim')
+
+
+def test_bundled_finance_as_domain_data_gives_the_same_mask(tmp_path, bert, data):
+    "The preset `--domain finance` and its triplet file as parquet under another name: the same calibration and mask, bit for bit."
+    pd.read_json(data / 'triplets' / 'finance' / 'finance_tiny.jsonl', lines=True).to_parquet(tmp_path / 'fin.parquet')
+    a = gaprune('prune', '--model', bert, '--data', data, '--domain', 'finance', '--method', 'fisher-dom', '--n-calib', 8,
+                '--pool', 0, '--batch-size', 4, '--out', tmp_path / 'a')
+    b = prune(bert, data, tmp_path / 'fin.parquet', tmp_path / 'b', '--holdout', 0, method='fisher-dom')
+    assert a.returncode == 0 and b.returncode == 0, (a.stderr[-2000:], b.stderr[-2000:])
+    assert (tmp_path / 'a' / 'mask.safetensors').read_bytes() == (tmp_path / 'b' / 'mask.safetensors').read_bytes()
+    assert (tmp_path / 'a' / 'calibration' / 'finance.jsonl').read_bytes() == (tmp_path / 'b' / 'calibration' / 'legal.jsonl').read_bytes()
+    ra, rb = (json.loads((tmp_path / x / 'gaprune_report.json').read_text()) for x in 'ab')
+    assert ra['calibration']['finance'] == rb['calibration']['legal'] and ra['zero_weights'] == rb['zero_weights']
+
+
+def _bad(d: Path, case: str, legal: Path):
+    "The arguments of one bad input (its files made under `d`) and a phrase its one line must hold."
+    pairs = legal / 'pairs.csv'
+    if case == 'empty file': (d / 'empty.jsonl').write_text(''); return [d / 'empty.jsonl'], [], 'empty file'
+    if case == 'no usable column':
+        (d / 'cols.csv').write_text('title,body\na,b\n'); return [d / 'cols.csv'], [], 'no usable column'
+    if case == 'mixed shapes':
+        (d / 'mix').mkdir(); (d / 'mix' / 'a.txt').write_text('a text\n'); (d / 'mix' / 'b.csv').write_text('query,positive\nq,p\n')
+        return [d / 'mix'], [], 'mix shapes'
+    if case == 'fewer than n_calib':
+        (d / 'few.csv').write_text('query,positive\n' + ''.join(f'q{i},p{i}\n' for i in range(20)))
+        return [d / 'few.csv'], ['--holdout', 0, '--n-calib', 30], 'fewer than the 30 the calibration needs'
+    if case == 'hub id offline': return ['someone/legal-corpus@train'], [], "hub dataset 'someone/legal-corpus@train' could not be loaded"
+    if case == 'not UTF-8': (d / 'latin.txt').write_bytes('a text\ncaf\xe9\n'.encode('latin-1')); return [d / 'latin.txt'], [], 'line 2: not UTF-8'
+    if case == 'unknown extension': (d / 'brief.docx').write_text('x'); return [d / 'brief.docx'], [], "unknown extension '.docx'"
+    if case == 'missing path': return [d / 'nope.csv'], [], 'missing file or folder'
+    if case == 'held-out split too small':
+        (d / 'small.csv').write_text('query,positive\n' + ''.join(f'q{i},p{i}\n' for i in range(100)))
+        return [d / 'small.csv'], [], f'fewer than the {MIN_HELD} needed to measure; give at least 500 rows'
+    if case == 'method needs more': return [legal / 'texts.txt'], ['--method', 'fisher-dom'], "method 'fisher-dom' needs pairs (query, positive) but the legal data are texts"
+    if case == 'in_batch off with pairs': return [pairs], ['--method', 'fisher-dom', '--no-in-batch'], 'in_batch=False contrasts each query with its hard negative only'
+    raise KeyError(case)
+
+
+BAD = ['empty file', 'no usable column', 'mixed shapes', 'fewer than n_calib', 'hub id offline', 'not UTF-8', 'unknown extension',
+       'missing path', 'held-out split too small', 'method needs more', 'in_batch off with pairs']
+
+
+@pytest.mark.parametrize('case', BAD)
+def test_bad_domain_data_is_one_line_before_any_work(tmp_path, bert, data, legal, case):
+    srcs, extra, phrase = _bad(tmp_path, case, legal)
+    before, data_before = full_tree(tmp_path), tree(data)
+    r = gaprune('prune', '--model', bert, '--data', data, '--domain', 'legal', *[a for s in srcs for a in ('--domain-data', s)],
+                '--n-calib', 8, '--pool', 0, '--out', tmp_path / 'run', *extra)
+    line = one_line_error(r)
+    assert line.startswith('gaprune prune: error:') and phrase in line, line
+    assert '== load model' not in r.stderr  # refused before the model loads
+    assert full_tree(tmp_path) == before and tree(data) == data_before  # nothing written
+
+
+@pytest.mark.parametrize('extra,phrase', [([], 'slim --scorer gates (trained on query, positive) needs pairs'),
+                                          (['--scorer', 'wanda'], 'slim --finetune full (contrastive; with texts only use --finetune none) needs pairs')])
+def test_slim_with_texts_only_refuses_what_needs_pairs(tmp_path, bert, data, legal, extra, phrase):
+    before = full_tree(tmp_path)
+    r = gaprune('slim', '--model', bert, '--data', data, '--domain', 'legal', '--domain-data', legal / 'texts.txt', '--no-eval',
+                '--out', tmp_path / 'slim', *extra)
+    line = one_line_error(r)
+    assert phrase in line and 'the legal data are texts' in line, line
+    assert full_tree(tmp_path) == before
+
+
+def test_domain_names_and_columns_are_checked_as_arguments():
+    r = gaprune('prune', '--domain', 'my legal', '--out', 'x')
+    assert r.returncode == 2 and "letters, digits, '-' and '_'" in r.stderr
+    r = gaprune('prune', '--domain', 'legal', '--columns', 'question=q', '--out', 'x')
+    assert r.returncode == 2 and 'unknown canonical column' in r.stderr
