@@ -151,12 +151,15 @@ def split_data(tmp_path_factory):
     return root
 
 
-@pytest.mark.parametrize('case', ['data', 'balanced'])
-def test_fewer_triplets_than_asked_are_warned(tmp_path, bert, data, split_data, case):
-    "24 triplets per side asked 30 (--pool 0: all); or --pool 20 balanced over three general files of 8 (6 each: 18)."
-    root, n, pool, got = (data, 30, 0, dict(general=24, finance=24)) if case == 'data' else (split_data, 20, 20, dict(general=18))
+def test_fewer_rows_than_asked_are_refused_and_a_short_pool_is_warned(tmp_path, bert, data, split_data):
+    "24 triplets per side asked 30: refused before any work (sources.run_data); --pool 20 balanced over three general files of 8 (6 each: 18): said, and used."
+    before = full_tree(tmp_path)
+    line = one_line_error(gaprune(*prune_args(bert, data, tmp_path / 'run', '--n-calib', 30, '--pool', 0, method='gaprune')))
+    assert 'the general data have 24 rows, fewer than the 30 the calibration needs (n_calib)' in line, line
+    assert full_tree(tmp_path) == before
+    root, n, got = split_data, 20, dict(general=18)
     data_before = tree(root)
-    r = gaprune(*prune_args(bert, root, tmp_path / 'run', '--n-calib', n, '--pool', pool, method='gaprune'))
+    r = gaprune(*prune_args(bert, root, tmp_path / 'run', '--n-calib', n, '--pool', 20, method='gaprune'))
     assert r.returncode == 0, r.stderr[-2000:]
     lines = [l for l in r.stderr.splitlines() if 'calibration' in l and str(n) in l and 'fewer' in l]
     assert len(lines) == 1 and all(f'{k} {v}' in lines[0] for k, v in got.items()), r.stderr[-3000:]
