@@ -13,7 +13,7 @@ from .core import Encoder, model_source, seed_everything
 from .arch import find_layers
 from datasets import concatenate_datasets
 from .data import data_root
-from .sources import RunData, load_domain, run_data
+from .sources import RunData, data_folders, load_domain, run_data
 from .sampling import kmeans_sample
 from .fixtures import default_model
 from .dist import barrier, init_distributed, rank_world
@@ -217,7 +217,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
         if not m.stats: raise ValueError(f"--stats: method {cfg.method!r} uses no gradient statistics.")
         stats = GradientStats.load(stats_path, domain_name=cfg.domain, lazy=True, device=cfg.device or 'cpu')  # damaged or other-domain: refused now; read matrix by matrix
     if checkpoint_every < 1: raise ValueError(f"checkpoint_every must be >= 1, not {checkpoint_every}")
-    protect = read_folders(root or cfg.data, src or model, **{'statistics folder (--stats)': stats_path})  # never written
+    protect = read_folders(root or cfg.data, src or model, **{'statistics folder (--stats)': stats_path}, **data_folders(cfg))  # never written
     if cache is not None: protect['cache folder (--cache)'] = Path(cache)
     out = check_output(out, overwrite, protect) if out is not None else None
     cache = work_dir(None, cache, {**protect, 'output folder (--out)': out, 'cache folder (--cache)': None}) if cache is not None else None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .arch import drop_sublayers, dropped_sublayers, find_layers
 from .core import Encoder, model_source, seed_everything, write_model_files
-from .sources import DomainData, run_data
+from .sources import DomainData, data_folders, run_data
 from .layer_drop import drop_plan, effir_importance
 from .options import SHAPES, SlimConfig, method
 from .pipeline import RunConfig, calibrate, load_kwargs, score, stage, statistics, token_limit
@@ -50,7 +50,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     data = run_data(cfg, need, what, cfg.n_calib if both else None, general=both) if need else None  # before anything loads
     src = model_source(default_model(cfg.model)) if encoder is None else None
     model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)  # what the report records: a passed encoder's source
-    out = check_output(out, overwrite, read_folders(cfg.data, src or model), kind='slim') if out is not None else None  # never in what it reads
+    out = check_output(out, overwrite, read_folders(cfg.data, src or model, **data_folders(cfg)), kind='slim') if out is not None else None  # never in what it reads
     seed_everything(cfg.seed)
     with stage(t, 'load model', say):
         enc = Encoder.from_pretrained(src, **load_kwargs(cfg), max_length=cfg.max_length) if encoder is None else encoder

@@ -17,7 +17,7 @@ from .store import sha256_stream
 
 # %% auto #0
 __all__ = ['EXTENSIONS', 'ALIASES', 'COLUMNS', 'MIN_HELD', 'load_file', 'resolve', 'load_hub', 'DomainData', 'preset',
-           'load_domain', 'default_holdout', 'holdout', 'check_shape', 'RunData', 'run_data']
+           'load_domain', 'default_holdout', 'holdout', 'check_shape', 'RunData', 'run_data', 'data_folders']
 
 # %% ../nbs/01b_sources.ipynb #747294c6
 EXTENSIONS = {'.jsonl': 'json', '.json': 'json', '.csv': 'csv', '.tsv': 'csv', '.parquet': 'parquet', '.txt': 'text'}  # -> `datasets` loader
@@ -274,3 +274,9 @@ def run_data(cfg,                 # A `RunConfig` or `SlimConfig`: domain, domai
                 sha256=sha256_stream(t + '\n' for t in held.data[held.key]) if held else None)
     rec = dict(domain=_record(dom, holdout=hold)) | (dict(general=_record(gen)) if gen is not None else {})
     return RunData(fit, held, gen, rec)
+
+def data_folders(cfg # A `RunConfig` or `SlimConfig`
+                ) -> dict:
+    "{what: folder} of every folder given as a source (`--domain-data`, `--general-data`): a run never writes in, over or around them."
+    return {f"{k.replace('_', ' ')} folder ({s})": Path(s).expanduser() for k in ('domain_data', 'general_data')
+            for s in getattr(cfg, k) or [] if Path(s).expanduser().is_dir()}

@@ -126,12 +126,15 @@ def _bad(d: Path, case: str, legal: Path):
         (d / 'small.csv').write_text('query,positive\n' + ''.join(f'q{i},p{i}\n' for i in range(100)))
         return [d / 'small.csv'], [], f'fewer than the {MIN_HELD} needed to measure; give at least 500 rows'
     if case == 'method needs more': return [legal / 'texts.txt'], ['--method', 'fisher-dom'], "method 'fisher-dom' needs pairs (query, positive) but the legal data are texts"
+    if case == 'out inside the data folder':
+        (d / 'docs').mkdir(); (d / 'docs' / 'pairs.csv').write_bytes(pairs.read_bytes())
+        return [d / 'docs'], ['--out', d / 'docs' / 'run'], 'domain data folder'
     if case == 'in_batch off with pairs': return [pairs], ['--method', 'fisher-dom', '--no-in-batch'], 'in_batch=False contrasts each query with its hard negative only'
     raise KeyError(case)
 
 
 BAD = ['empty file', 'no usable column', 'mixed shapes', 'fewer than n_calib', 'hub id offline', 'not UTF-8', 'unknown extension',
-       'missing path', 'held-out split too small', 'method needs more', 'in_batch off with pairs']
+       'missing path', 'held-out split too small', 'method needs more', 'in_batch off with pairs', 'out inside the data folder']
 
 
 def in_process(capsys, *args):
