@@ -1,10 +1,11 @@
-"The `gaprune` console script, run as users run it: a subprocess with arguments."
-import argparse, json, os, subprocess, sys
+"The `gaprune` console script, run as users run it: `main` with the arguments, its own environment, output and exit code (conftest)."
+import argparse, json, os
 from dataclasses import fields
 import numpy as np, pytest, torch
 from sentence_transformers import SentenceTransformer
 from transformers import AutoModel
 
+from conftest import gaprune as _gaprune
 from gaprune_nb.cli import _config, _from_args, build_parser, main
 from gaprune_nb.core import Encoder
 from gaprune_nb.arch import mlp_linears
@@ -16,9 +17,7 @@ ENV = {**os.environ, 'OMP_NUM_THREADS': '1', 'HF_HUB_OFFLINE': '1'}
 TEXTS = ['What was the operating margin in 2022?', 'Revenue grew 8% year over year.', 'Net income fell.']
 
 
-def gaprune(*args):
-    return subprocess.run([sys.executable, '-c', 'from gaprune_nb.cli import main; main()', *args],
-                          capture_output=True, text=True, env=ENV, timeout=900)
+def gaprune(*args): return _gaprune(*args, env=ENV)  # with the data folder of $GAPRUNE_DATA
 
 
 def test_bad_arguments_exit_with_usage():
@@ -166,11 +165,11 @@ def test_score_settings_are_flags_recorded_in_the_report_and_reproduce_the_mask(
     assert mask.keys() == saved.keys() and all(torch.equal(mask[k], saved[k]) for k in mask)
 
 
-def test_recompute_is_a_flag_and_gives_the_same_statistics(tmp_path):
+def test_recompute_is_a_flag_and_gives_the_same_statistics(tmp_path, bert, data):
     "`--recompute N` (GradCache-style statistics, one pass of N texts held at a time): recorded, reproducible, same statistics."
     from gaprune_nb.fisher import GradientStats
     out = tmp_path / 'run'
-    cfg = prune_ok(out, '--method', 'obd-kfac', '--recompute', '2', '--max-length', '64')
+    cfg = prune_ok(out, '--model', bert, '--data', data, '--method', 'obd-kfac', '--recompute', '2', '--max-length', '64')
     assert cfg.recompute == 2
     cfg.recompute = 0
     prune_run(cfg, out=tmp_path / 'plain', show_progress=False)
@@ -183,12 +182,13 @@ def test_recompute_is_a_flag_and_gives_the_same_statistics(tmp_path):
     assert gaprune('prune', '--recompute', '-1', '--out', tmp_path / 'x').returncode == 2
 
 
-def test_stats_groups_give_the_same_statistics_and_mask(tmp_path):
+def test_stats_groups_give_the_same_statistics_and_mask(tmp_path, bert, data):
     "`--stats-groups K` (statistics of 1/K of the matrices per pass, kept on disk, read lazily): same statistics, same mask."
     from gaprune_nb.fisher import GradientStats
     from gaprune_nb.masks import load_mask
     out = tmp_path / 'run'
-    cfg = prune_ok(out, '--method', 'gaprune-paper', '--stats-groups', '3', '--batch-size', '4', '--max-length', '64')
+    tiny = ('--model', bert, '--data', data)  # a tiny BERT and data folder: the same code paths in seconds
+    cfg = prune_ok(out, *tiny, '--method', 'gaprune-paper', '--stats-groups', '3', '--batch-size', '4', '--max-length', '64')
     assert cfg.stats_groups == 3
     assert sorted(p.name for p in (out / 'stats').glob('*.safetensors')) == [f'stats-0000{i}-of-00003.safetensors' for i in (1, 2, 3)]
     assert not (tmp_path / 'run.partial').exists()
@@ -201,7 +201,7 @@ def test_stats_groups_give_the_same_statistics_and_mask(tmp_path):
     a, b = load_mask(out / 'mask.safetensors'), load_mask(tmp_path / 'plain' / 'mask.safetensors')
     assert all(torch.equal(a[k], b[k]) for k in b)
     # the sharded folder reused with --stats (read matrix by matrix): the same mask again
-    prune_ok(tmp_path / 'reused', '--method', 'gaprune-paper', '--batch-size', '4', '--max-length', '64', '--stats', out / 'stats')
+    prune_ok(tmp_path / 'reused', *tiny, '--method', 'gaprune-paper', '--batch-size', '4', '--max-length', '64', '--stats', out / 'stats')
     c = load_mask(tmp_path / 'reused' / 'mask.safetensors')
     assert all(torch.equal(c[k], b[k]) for k in b)
     with pytest.raises(ValueError, match='stats_groups'): RunConfig(stats_groups=0)
