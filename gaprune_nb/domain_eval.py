@@ -14,8 +14,8 @@ from .devsuite import TaskScores, _embed, fmt_delta, paired_bootstrap
 from .options import SHAPES
 
 # %% auto #0
-__all__ = ['K', 'MIN_HELD', 'DomainEvalError', 'held_shape', 'RetrievalSet', 'retrieval_set', 'domain_texts', 'ranking_metrics',
-           'neighbour_overlap', 'token_record', 'domain_scores', 'domain_compare', 'domain_table']
+__all__ = ['K', 'MIN_HELD', 'DomainEvalError', 'held_shape', 'RetrievalSet', 'retrieval_set', 'domain_texts', 'check_held',
+           'ranking_metrics', 'neighbour_overlap', 'token_record', 'domain_scores', 'domain_compare', 'domain_table']
 
 # %% ../nbs/09c_domain_eval.ipynb #a1e652c7
 K = 10         # cut-off of nDCG@10, MRR@10 and of the 10-nearest-neighbour overlap
@@ -72,6 +72,15 @@ def domain_texts(held # Held-out texts (column `text`)
     if len(texts) < max(MIN_HELD, K + 1):
         raise DomainEvalError(f"the held-out split has {len(texts)} distinct texts; a domain suite needs at least {max(MIN_HELD, K + 1)}")
     return texts
+
+def check_held(held,               # The held-out split (canonical columns)
+               shape:str|None=None # 'texts', 'pairs' or 'triplets'; None: from the columns
+              ) -> str:
+    "Its shape if a domain suite can measure `held`, else the one-line `DomainEvalError`; no model runs (call it before expensive work)."
+    shape = shape or held_shape(held)
+    if shape == 'texts': domain_texts(held)
+    else: retrieval_set(held, shape)
+    return shape
 
 # %% ../nbs/09c_domain_eval.ipynb #cb1bbc92
 def _top(sim:np.ndarray, k:int) -> np.ndarray:
