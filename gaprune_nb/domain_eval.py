@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .devsuite import TaskScores, _embed, fmt_delta, paired_bootstrap
+from .devsuite import TaskScores, embed_cached, fmt_delta, paired_bootstrap
 from .options import SHAPES
 
 # %% auto #0
@@ -151,7 +151,7 @@ def domain_scores(encoder,            # An `Encoder` (anything with `encode(text
     shape = shape or held_shape(held)
     if shape not in SHAPES: raise DomainEvalError(f"unknown data shape {shape!r}; one of {SHAPES}")
     cache = {}
-    emb = lambda texts, kind, enc=encoder: _embed(enc, texts, kind, batch_size, cache if enc is encoder else {})
+    emb = lambda texts, kind, enc=encoder: embed_cached(enc, texts, kind, batch_size, cache if enc is encoder else {})
     if shape != 'texts':
         rs = retrieval_set(held, shape)
         ndcg, mrr = ranking_metrics(emb(rs.queries, 'query') @ emb(rs.corpus, 'document').T, rs.relevant)
@@ -183,7 +183,7 @@ def domain_compare(dense_enc,           # The dense `Encoder`
     ml = model_enc.max_length  # the compressed model's own limit (as loaded from its folder); dense is run at the same
     with _limit(dense_enc, ml):
         if shape == 'texts':
-            d = _embed(dense_enc, texts['document'], 'document', batch_size, {})
+            d = embed_cached(dense_enc, texts['document'], 'document', batch_size, {})
             a = {t: TaskScores(t, 'Agreement', np.ones(len(d))) for t in ('cosine', f'{K}-NN overlap')}  # dense agrees with itself
         else: a, d = domain_scores(dense_enc, held, shape, batch_size=batch_size), None
     b = domain_scores(model_enc, held, shape, dense=d, batch_size=batch_size)
@@ -195,8 +195,10 @@ def domain_compare(dense_enc,           # The dense `Encoder`
                 max_length=ml, dense_max_length=dense_enc.max_length, tokens=tokens, scale=scale,
                 bootstrap=dict(n=n, seed=seed), model=name, metrics=metrics)
 
-def domain_table(result:dict # From `domain_compare`
+def domain_table(result:dict, # From `domain_compare`
+                 digits:int=2  # Decimals of the scores
                 ) -> pd.DataFrame:
     "One row per metric: dense, the model, and 'Δ [95% CI]'."
-    rows = {t: {'dense': m['dense'], result['model']: m[result['model']], 'Δ [95% CI]': fmt_delta(m)} for t, m in result['metrics'].items()}
+    rows = {t: {'dense': round(m['dense'], digits), result['model']: round(m[result['model']], digits), 'Δ [95% CI]': fmt_delta(m)}
+            for t, m in result['metrics'].items()}
     return pd.DataFrame(rows).T
