@@ -1,4 +1,4 @@
-"Tests for `gaprune_nb.masks` (and the mask side of `gaprune_nb.dai`): exact top-k, scopes, apply, save/load, errors."
+"Tests for `gaprune_nb.masks` (and the mask side of `gaprune_nb.methods`): exact top-k, scopes, apply, save/load, errors."
 import os
 
 import pytest
