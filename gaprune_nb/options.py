@@ -5,7 +5,7 @@
 # %% ../nbs/00a_options.ipynb #78696ccc
 from __future__ import annotations
 import json, numbers, re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Callable
 

@@ -12,7 +12,7 @@ from tqdm.auto import tqdm
 
 from .core import Encoder, evaluating
 from .arch import mlp_linears
-from .masks import PerMatrix, kth_largest, MaskError
+from .masks import kth_largest, MaskError
 from .dist import all_reduce_sum, rank_world
 from .options import NORMALIZATIONS, method as method_spec
 
