@@ -68,7 +68,7 @@ def child(name, meth, batch='8', recompute='0', groups='1'):
     import gc, tempfile, torch
     from gaprune_nb.arch import mlp_linears
     from gaprune_nb.data import domain_triplets, load_triplets
-    from gaprune_nb.dai import importance
+    from gaprune_nb.methods import importance
     from gaprune_nb.fisher import grad_stream, gradient_statistics
     from gaprune_nb.masks import make_mask
     from gaprune_nb.options import REGISTRY, stat_fields

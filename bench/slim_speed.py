@@ -22,7 +22,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from gaprune_nb.arch import drop_sublayers, find_layers
 from gaprune_nb.core import Encoder
-from gaprune_nb.dai import importance
+from gaprune_nb.methods import importance
 from gaprune_nb.fixtures import minilm_path, smollm2_path
 from gaprune_nb.slimming import neuron_scores, remove_neurons, select_neurons
 

@@ -4,17 +4,17 @@
 
 # %% ../nbs/12_cli.ipynb #06eb0c17
 from __future__ import annotations
-import argparse, functools, sys
+import argparse, functools, sys, textwrap
 from collections import namedtuple
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 from .dist import init_distributed, rank_world  # light too: torch.distributed is imported when a process group is joined
 from .jobs import demo, evaluate_model, parse_limit, run, slim_job  # light too: each job imports what it runs
-from .options import DTYPES, METHODS, POOLINGS, REGISTRY, RunConfig, ScoreConfig, SlimConfig, check_device, check_domain, check_scope, check_sparsity, parse_columns  # light: no torch, so --help and bad arguments answer at once
+from .options import ALIASES, DTYPES, METHODS, POOLINGS, REGISTRY, RunConfig, SlimConfig, check_device, check_domain, check_scope, check_sparsity, parse_columns  # light: no torch, so --help and bad arguments answer at once
 
 # %% auto #0
-__all__ = ['DEV_HELP', 'build_parser', 'main']
+__all__ = ['COMMON', 'DEV_HELP', 'build_parser', 'main']
 
 # %% ../nbs/12_cli.ipynb #4bf74025
 def _checked(conv, what):
@@ -62,13 +62,14 @@ def _fields(cls:type # A dataclass of `gaprune_nb.options` (no torch)
     docs = {k: v for c in cls.__mro__[::-1] if is_dataclass(c) for k, v in docments(c).items() if v}  # comments of inherited fields too
     return tuple(_Field(f.name, str(f.type), f.default, docs.get(f.name) or '') for f in fields(cls))
 
-def _add_fields(g, cls, special:dict|None=None, only:tuple|None=None):
-    "One flag per field of the dataclass `cls` (or those in `only`), with the field's default, a type from its annotation ('none' unsets an optional one) and its comment as help: a new field is a new flag, documented. `special` maps a field to more `add_argument` settings (a checked `type`, `choices`: the text as it is, `help`), or to None: no flag."
+def _add_fields(g, cls, special:dict|None=None, only:tuple|None=None, shown=True):
+    "One flag per field of the dataclass `cls` (or those in `only`), with the field's default, a type from its annotation ('none' unsets an optional one) and its comment as help: a new field is a new flag, documented. `special` maps a field to more `add_argument` settings (a checked `type`, `choices`: the text as it is, `help`), or to None: no flag. `shown`: True, or the fields whose help `--help` shows (the others work, unlisted)."
     for f in _fields(cls):
         kw = (special or {}).get(f.name, {})
         if kw is None or only and f.name not in only: continue
         kw, d = dict(kw), f.default
         a = dict(help=f"{kw.pop('help', f.doc)} (default {('off', 'on')[d] if isinstance(d, bool) else d})".replace('%', '%%'))
+        if shown is not True and f.name not in shown: a['help'] = argparse.SUPPRESS
         if isinstance(d, bool): a['action'] = argparse.BooleanOptionalAction
         elif 'choices' not in kw:
             conv = {'int': int, 'float': float}.get(f.type.split('|')[0].strip(), str)
@@ -93,8 +94,8 @@ _DATA_FLAGS = dict(  # the domain and its data, the same flags for prune, run an
 _LOAD = ('model', 'data', 'pooling', 'dtype', 'device')  # the `RunConfig` fields that `eval` and `demo` take too
 _RUN_FLAGS = dict(  # `RunConfig` fields whose flag needs more than its annotation: choices, checked values
     **_DATA_FLAGS,
-    method=dict(choices=METHODS, metavar='METHOD', help='; '.join(f"{m.name}: {m.summary}" + (f" [scope {m.scope}]" if m.scope != 'global' else '')
-                                                             for m in REGISTRY.values())),
+    method=dict(choices=METHODS, metavar='METHOD', help=f"the pruning method, one of the methods listed below; 'gaprune' is an alias of "
+                f"'{RunConfig.method}', the default: Wanda's scores per output row"),
     sparsity=dict(type=_checked(_sparsity, 'sparsity')), scope=dict(type=_checked(_scope, 'scope')),
     n_calib=dict(type=_int_at_least(1)), batch_size=dict(type=_int_at_least(1)), max_length=dict(type=_none_or(_int_at_least(1))),
     pool=dict(type=_none_or(lambda s: _int_at_least(0)(s) or None)),  # 0: all triplets, as None
@@ -102,39 +103,66 @@ _RUN_FLAGS = dict(  # `RunConfig` fields whose flag needs more than its annotati
     temperature=dict(type=_checked(_positive, 'number > 0')),
     pooling=dict(choices=POOLINGS), dtype=dict(choices=DTYPES), device=dict(type=_checked(check_device, 'device')),
     update=dict(choices=['obs']),
-    score=None)  # `ScoreConfig`'s fields are flags of their own (`_add_score`)
+    score=None)  # the method's settings are flags of their own, one group per family (`_add_settings`)
 
-def _add_run(p, only:tuple|None=None):
-    "`RunConfig`'s flags (or those of the fields in `only`)."
-    _add_fields(p, RunConfig, _RUN_FLAGS, only)
+def _add_run(p, only:tuple|None=None, shown=True):
+    "`RunConfig`'s flags (or those of the fields in `only`; `shown`: those `--help` lists)."
+    _add_fields(p, RunConfig, _RUN_FLAGS, only, shown)
 
-def _add_score(p):
-    "One flag per `ScoreConfig` field."
-    g = p.add_argument_group('scoring of the DAI and OBD methods (gaprune_nb.options.ScoreConfig; "none" unsets)')
-    _add_fields(g, ScoreConfig, {'clamp': dict(type=_checked(_none_or(_pair), 'LOW,HIGH'))})
+COMMON = ('model', 'data', 'domain', 'method', 'sparsity', 'scope', 'update', 'device')  # the `RunConfig` flags `prune --help` lists
+_SETTING_FLAGS = {'clamp': dict(type=_checked(_none_or(_pair), 'LOW,HIGH'))}  # settings whose flag needs more than the annotation
 
-def _add_prune(p):
-    "The flags of `prune` and `run`: the fields of `RunConfig` and `ScoreConfig`, the output and the statistics' work folder."
-    _add_run(p)
+def _families() -> dict:
+    "{settings dataclass: the methods that take it}, in the table's order (`Method.config`)."
+    out = {}
+    for m in REGISTRY.values():
+        if m.config: out.setdefault(m.config, []).append(m.name)
+    return out
+
+def _add_settings(p, show=True):
+    "One argument group per method family, titled by its methods, one flag per field of its settings; `--help` lists a group when `show` (True: all; a method's name: its own) asks."
+    m = REGISTRY.get(ALIASES.get(show, show)) if isinstance(show, str) else None
+    for cls, names in _families().items():
+        g = p.add_argument_group(f'settings of {", ".join(names)} (gaprune_nb.options.{cls.__name__}; "none" unsets)')
+        _add_fields(g, cls, _SETTING_FLAGS, shown=True if show is True or (m and m.config is cls) else ())
+
+def _methods_help() -> str:
+    "The methods, one paragraph each, for the end of `prune --help`."
+    alias = {n: a for a, n in ALIASES.items()}
+    lines = ["methods (--method NAME; 'gaprune prune --method NAME --help' lists its settings, --help-all every flag):"]
+    for m in REGISTRY.values():
+        tags = ([f'alias {alias[m.name]}'] if m.name in alias else []) + ([f'scope {m.scope}'] if m.scope != 'global' else []) + \
+               ([f'settings {m.config.__name__}'] if m.config else []) + (['a pruner: updates the weights'] if m.kind == 'pruner' else [])
+        text = m.summary + (f" [{'; '.join(tags)}]" if tags else '')
+        lines += textwrap.wrap(text, 110, initial_indent=f'  {m.name:<17} ', subsequent_indent=' ' * 20)
+    return '\n'.join(lines)
+
+def _add_prune(p, show=True):
+    "The flags of `prune` and `run`: the fields of `RunConfig` and of each method's settings, the output and the statistics' work folder; `--help` lists all (`show` True), the common ones and one method's settings (its name), or the common ones (None)."
+    _add_run(p, shown=True if show is True else COMMON)
     p.add_argument('--out', required=True, help='output folder: must be new or empty (written atomically)')
     p.add_argument('--overwrite', action='store_true', help='replace a previous gaprune prune run in --out: its own files only (gaprune_files.json); anything else there is named and refused')
-    p.add_argument('--cache', default=None, help='keep statistics checkpoints and finished statistics here for reuse '
-                                                 '(default: OUT.partial, removed when the run completes)')
-    p.add_argument('--checkpoint-every', type=_int_at_least(1), default=20, help='statistics steps between checkpoints')
-    _add_score(p)
+    more = {} if show is True else dict(help=argparse.SUPPRESS)
+    p.add_argument('--cache', default=None, **(more or dict(help='keep statistics checkpoints and finished statistics here for reuse '
+                                                                  '(default: OUT.partial, removed when the run completes)')))
+    p.add_argument('--checkpoint-every', type=_int_at_least(1), default=20, **(more or dict(help='statistics steps between checkpoints')))
+    p.add_argument('--help-all', action='help', help='show every flag, the settings of every method too')
+    _add_settings(p, show)
 
 DEV_HELP = ('evaluate on the dev suites (every relevant document plus BM25-hard candidates, per-item scores) and print '
             'each Δ vs dense with its paired-bootstrap 95%% interval; --limit does not apply')
 
-def build_parser() -> argparse.ArgumentParser:
-    "The `gaprune` argument parser (subcommands)."
+def build_parser(show=True # What `prune --help` / `run --help` list: True every flag; a method's name: the common flags and its settings; None: the common flags
+                ) -> argparse.ArgumentParser:
+    "The `gaprune` argument parser (subcommands); every flag is parsed whatever `show` lists."
     ap = argparse.ArgumentParser('gaprune', description='Domain-aware compression of text-embedding models. '
                                  'A rerun of an interrupted prune/run resumes its statistics.')
     ap.add_argument('--debug', action='store_true', help='show full tracebacks')
     sub = ap.add_subparsers(dest='cmd', required=True)
-    p = sub.add_parser('prune', help='prune a model for a domain and save it with its mask and report'); _add_prune(p)
+    pr = dict(formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_methods_help())  # the methods listed after the flags
+    p = sub.add_parser('prune', help='prune a model for a domain and save it with its mask and report', **pr); _add_prune(p, show)
     p.add_argument('--stats', default=None, help='reuse gradient statistics saved by an earlier run (its stats/ folder)')
-    r = sub.add_parser('run', help='prune, then evaluate dense and pruned on the domain suite (the main job)'); _add_prune(r)
+    r = sub.add_parser('run', help='prune, then evaluate dense and pruned on the domain suite (the main job)', **pr); _add_prune(r, show)
     r.add_argument('--general', action='store_true', help='also evaluate on the general suite')
     r.add_argument('--dev', action='store_true', help=DEV_HELP)
     r.add_argument('--limit', type=_checked(parse_limit, 'limit'), default=None,
@@ -173,15 +201,28 @@ def _from_args(cls, a, **kw):
     return cls(**{f.name: getattr(a, f.name) for f in fields(cls) if f.name not in kw}, **kw)
 
 def _config(a):
-    "The `RunConfig` of parsed `prune` / `run` flags: each field from its flag, `score` from `ScoreConfig`'s."
-    return _from_args(RunConfig, a, score=_from_args(ScoreConfig, a))
+    "The `RunConfig` of parsed `prune` / `run` flags: each field from its flag, `score` from its method's settings' flags; a setting of another method, set, is refused."
+    m = REGISTRY[ALIASES.get(a.method, a.method)]
+    for cls, names in _families().items():
+        changed = [f.name for f in fields(cls) if cls is not m.config and getattr(a, f.name) != f.default]
+        if changed: raise ValueError(f"--{changed[0].replace('_', '-')} is a setting of {', '.join(names)}, not of method {a.method!r} "
+                                     + (f"(its settings: {', '.join('--' + f.name.replace('_', '-') for f in fields(m.config))})" if m.config else "(it has none)"))
+    return _from_args(RunConfig, a, score=_from_args(m.config, a) if m.config else None)
+
+def _shown(argv:list[str]): # The command line's arguments
+    "What `prune --help` / `run --help` list for `argv`: every flag with `--help-all` (True), the common flags and a method's settings with `--method NAME`, else the common flags (None)."
+    if '--help-all' in argv: return True
+    for i, s in enumerate(argv):
+        if s == '--method' and i + 1 < len(argv): return argv[i + 1]
+        if s.startswith('--method='): return s.split('=', 1)[1]
+    return None
 
 def _one_line(e:BaseException) -> str:
     return ' '.join(str(e).split()) or type(e).__name__
 
 def main(argv:list[str]|None=None): # Arguments (default: the command line's)
     "Entry point of the `gaprune` console script: every error prints one clear line (`--debug` for the traceback)."
-    args = build_parser().parse_args(argv)
+    args = build_parser(_shown(sys.argv[1:] if argv is None else argv)).parse_args(argv)
     run_kw = lambda: dict(overwrite=args.overwrite, cache=args.cache, checkpoint_every=args.checkpoint_every)
     load = dict(pooling=getattr(args, 'pooling', None), dtype=getattr(args, 'dtype', None), device=getattr(args, 'device', None))
     try:

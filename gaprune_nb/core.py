@@ -219,6 +219,17 @@ def _check_weights(folder:Path, specs:list):
         if f.is_file() and (why := safetensors_damage(f)):
             raise ModelLoadError(f"{f} is damaged or truncated ({why}); re-download or re-save the model")
 
+@contextmanager
+def _quiet_transformers(on:bool=True): # Quiet only when True
+    "transformers' own bars ('Loading weights', 'Writing model shards': noise in a log or a saved notebook) off inside."
+    from transformers.utils import logging as tl
+    from huggingface_hub.utils import are_progress_bars_disabled as hub_off, disable_progress_bars as hub_quiet
+    was, hub = on and tl.is_progress_bar_enabled(), hub_off()
+    if was: tl.disable_progress_bar()
+    try: yield
+    finally:
+        if was: tl.enable_progress_bar(); hub and hub_quiet()   # `enable_progress_bar` turns the hub's bars on too
+
 @patch(cls_method=True)
 def from_pretrained(cls:Encoder, name_or_path:str|Path, # A local folder or a Hugging Face hub id
                     pooling:str|None=None,        # Default: the folder's sentence-transformers pooling, else 'mean'
@@ -246,7 +257,9 @@ def from_pretrained(cls:Encoder, name_or_path:str|Path, # A local folder or a Hu
             raise ModelLoadError(f"model {name_or_path}: {SLIM_FILE} is missing or not the file this gaprune_nb version writes; "
                                  f"pass trust_remote_code=True if you trust it.")
         model_kwargs['trust_remote_code'] = True
-    try: model = AutoModel.from_pretrained(str(p), dtype=dtype or torch.float32, **model_kwargs).eval()
+    try:
+        with _quiet_transformers(isinstance(p, Path)):   # a local folder: no download whose bar would say something
+            model = AutoModel.from_pretrained(str(p), dtype=dtype or torch.float32, **model_kwargs).eval()
     except (OSError, ValueError, KeyError) as e:
         raise ModelLoadError(f"model {name_or_path}: transformers cannot load it ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
     if type(model).__name__ != SLIM_CLASS: restore_dropped(model)  # older folders: re-apply sub-layer drops
@@ -355,7 +368,7 @@ def write_model_files(enc:Encoder, # The model to save
                       path:Path,   # An existing (usually empty, temporary) folder
                       **kwargs):   # Passed to transformers' `save_pretrained`
     "Model, tokenizer and sentence-transformers files into the existing folder `path`, with deterministic bytes."
-    enc.model.save_pretrained(path, **kwargs)
+    with _quiet_transformers(): enc.model.save_pretrained(path, **kwargs)
     with _as_loaded(enc.tokenizer): enc.tokenizer.save_pretrained(path)  # not the last encoding call's truncation and padding
     _write_st_files(enc, path)
     if (getattr(enc.model.config, 'auto_map', None) or {}).get('AutoModel') == AUTO_MAP['AutoModel']:  # `mark_slim`

@@ -4,62 +4,16 @@
 
 # %% ../nbs/05_dai.ipynb #5f02b4b7
 from __future__ import annotations
-import importlib, math, warnings
-
 import torch
-from torch import nn, Tensor
-from tqdm.auto import tqdm
+from torch import nn
 
-from .core import Encoder, evaluating
-from .arch import mlp_linears
-from .masks import PerMatrix, kth_largest, make_mask, apply_mask, MaskError
-from .dist import all_reduce_sum, rank_world
-from .options import METHODS, NORMALIZATIONS, ScoreConfig, method as method_spec, stat_fields  # the registry and the DAI settings
+from .alignment import alignment_of, check_alignment
+from .masks import PerMatrix
+from .options import DAIConfig  # the DAI's settings
+from .scoring import activation_norms, check_stats, scorer, term_scale  # what every method shares
 
 # %% auto #0
-__all__ = ['SCORERS', 'scored_weights', 'check_stats', 'term_scale', 'dai_scores', 'calib_batches', 'activation_norms',
-           'ActivationNorms', 'gaprune_scores', 'scorer', 'importance']
-
-# %% ../nbs/05_dai.ipynb #24b4908a
-def scored_weights(model:nn.Module|dict,     # A model, or already a dict {name: weight tensor}
-                   params:list[str]|None=None # Qualified Linear names; default `mlp_linears(model)`
-                  ) -> dict:
-    "The weight matrices to score: {qualified Linear name: weight tensor (detached)}."
-    if isinstance(model, dict): return {k: v.detach() for k, v in model.items()}
-    if params is None: return {k: lin.weight.detach() for k, lin in mlp_linears(model).items()}
-    return {k: model.get_submodule(k).weight.detach() for k in params}
-
-def check_stats(weights:dict, # {name: weight tensor}
-                **stats       # Statistics to check, by what they are: {name: tensor} each
-               ):
-    "Every statistic must cover every weight with the weight's shape."
-    for what, d in stats.items():
-        missing = [k for k in weights if k not in d]
-        if missing:
-            raise MaskError(f"{what} has no entry for {len(missing)} scored matrices, e.g. {missing[0]!r}; its keys look like "
-                            f"{next(iter(d), None)!r}. Compute statistics and scores on the same object (an Encoder's names start with 'model.').")
-        bad = [k for k in weights if tuple(d[k].shape) != tuple(weights[k].shape)]
-        if bad: raise MaskError(f"{what}[{bad[0]!r}] has shape {tuple(d[bad[0]].shape)}, the weight {tuple(weights[bad[0]].shape)}.")
-
-# %% ../nbs/05_dai.ipynb #7af5d226
-def term_scale(term:dict,                 # {name: tensor}: one score term over all scored weights
-               how:str|None='median',      # 'median' or 'mean' of |term|, 'rms', or None (no scaling: 1.0)
-               key=None                    # Applied to each tensor first, e.g. `lambda x: x.abs().sqrt()`
-              ) -> float:
-    "Global scale of a score term: the median or mean of its absolute value, or its root mean square."
-    if how is None: return 1.0
-    if how not in NORMALIZATIONS: raise ValueError(f"Unknown normalisation {how!r}; choose one of {NORMALIZATIONS}.")
-    f = (lambda x: key(x).abs()) if key else torch.abs
-    n = sum(t.numel() for t in term.values())
-    mean = sum(float(f(t.float()).sum(dtype=torch.float64)) for t in term.values()) / n
-    if how == 'median': s = kth_largest(term, (n + 1) // 2, key=f)
-    elif how == 'mean': s = mean
-    else: s = math.sqrt(sum(float(f(t.float()).double().square().sum()) for t in term.values()) / n)
-    if s > 0 and math.isfinite(s): return s
-    if mean > 0 and math.isfinite(mean):
-        warnings.warn(f"The {how} of |term| is {s}: more than half of it is zero. Scaling by its mean absolute value instead.")
-        return mean
-    return 1.0  # the term is zero everywhere: nothing to scale
+__all__ = ['dai_scores', 'gaprune_scores']
 
 # %% ../nbs/05_dai.ipynb #cefcd839
 def dai_scores(weights:dict,                 # {name: weight tensor} (see `scored_weights`)
@@ -99,63 +53,6 @@ def dai_scores(weights:dict,                 # {name: weight tensor} (see `score
         return nn.functional.softplus(d) if softplus else d
     return PerMatrix(weights, one)  # made when read: the whole model's scores never exist at once (`dict(...)` keeps them)
 
-# %% ../nbs/05_dai.ipynb #fa7eb511
-def calib_batches(calib,          # A list of texts, or a dataset / dict with a text column, or query, positive (and negative) columns
-                  batch_size:int,  # Texts per batch
-                  shard:bool=False # Under torch.distributed: only this process's share (every world-th batch)
-                 ):
-    "(kind, texts) batches from a list of texts (documents), a dataset / dict with a text column (documents) or query/positive/negative columns."
-    if isinstance(calib, (list, tuple)):
-        if not calib or not all(isinstance(t, str) for t in calib): raise TypeError("calib must be a non-empty list of texts.")
-        cols = [('document', list(calib))]
-    else:
-        try: names = list(calib.column_names) if hasattr(calib, 'column_names') else list(calib)
-        except TypeError: names = []
-        if 'text' in names and 'query' not in names: cols = [('document', list(calib['text']))]  # texts only (`sources`)
-        elif not {'query', 'positive'} <= set(names):
-            raise TypeError("calib must be a list of texts or a dataset with a 'text' column, or 'query', 'positive' (and 'negative') columns.")
-        else: cols = [('query', list(calib['query']))] + [('document', list(calib[c])) for c in ('positive', 'negative') if c in names]
-    rank, world = rank_world() if shard else (0, 1)
-    batches = ((kind, texts[i:i+batch_size]) for kind, texts in cols for i in range(0, len(texts), batch_size))
-    for j, b in enumerate(batches):
-        if j % world == rank: yield b
-
-@torch.no_grad()
-def activation_norms(encoder:Encoder,             # The model to calibrate (tokenizer and prompts come from it)
-                     calib,                        # List of texts, or a triplet dataset
-                     params:list[str]|None=None,   # Linear names; default `mlp_linears(encoder)`
-                     batch_size:int=16,            # Texts per forward pass
-                     show_progress:bool=False      # Progress bar
-                    ) -> ActivationNorms:
-    "L2 norm of every input feature of each Linear over all real (non-padding) calibration tokens: {name: (in_features,)}."
-    if not isinstance(encoder, Encoder): raise TypeError(f"activation_norms needs an Encoder (for its tokenizer), got {type(encoder).__name__}.")
-    if isinstance(calib, ActivationNorms):  # computed before: calibrate once, score many times (the explorer does)
-        return ActivationNorms({k: calib[k] for k in (params or calib)})
-    lins = {k: encoder.get_submodule(k) for k in (params or mlp_linears(encoder))}
-    sq = {k: torch.zeros(l.in_features, dtype=torch.float64, device=l.weight.device) for k, l in lins.items()}
-    state = {}
-    def hook(k):
-        def f(mod, args):
-            x, m = args[0], state['mask']
-            if x.shape[:2] != m.shape: raise RuntimeError(f"{k}: input of shape {tuple(x.shape)} is not (batch, seq, features) "
-                                                          f"aligned with the attention mask {tuple(m.shape)}.")
-            sq[k] += x[m].double().square().sum(0)
-        return f
-    handles = [l.register_forward_pre_hook(hook(k)) for k, l in lins.items()]
-    try:
-        with evaluating(encoder):
-            for kind, texts in tqdm(list(calib_batches(calib, batch_size, shard=True)), disable=not show_progress, desc='calibration', unit='batch'):
-                batch = encoder.tokenize(texts, kind)
-                state['mask'] = batch['attention_mask'].bool()
-                encoder(batch=batch)
-    finally:
-        for h in handles: h.remove()
-    all_reduce_sum(sq.values())  # data-parallel under torchrun / accelerate: each process had its share of the batches
-    return ActivationNorms({k: v.sqrt().float() for k, v in sq.items()})
-
-class ActivationNorms(dict):
-    "What `activation_norms` returns; passed as `calib` to a scorer (Wanda, RIA, ...), it is used instead of a new pass."
-
 # %% ../nbs/05_dai.ipynb #e1be0bc8
 def _stored(d:dict|None, dtype:str|None) -> dict|None:
     "Round tensors through `dtype` (how a statistic stored in fp16 comes back), as fp32."
@@ -166,11 +63,11 @@ def _fisher(stats, kind:str) -> tuple[dict, dict]:
     "(domain, general) Fisher of the kind asked for, from statistics computed in either mode."
     settings = (getattr(stats, 'manifest', None) or {}).get('settings', {})
     if kind not in ('per_sample', 'batch_squared'):
-        raise ValueError(f"ScoreConfig.fisher must be 'per_sample' or 'batch_squared', not {kind!r}")
+        raise ValueError(f"DAIConfig.fisher must be 'per_sample' or 'batch_squared', not {kind!r}")
     if settings.get('mode', 'per_sample') == kind: return stats.fisher_dom, stats.fisher_gen
     if kind == 'per_sample':
         raise ValueError("These statistics were computed with mode='batch_squared': they hold no per-sample Fisher. "
-                         "Recompute with mode='per_sample' or use ScoreConfig(fisher='batch_squared').")
+                         "Recompute with mode='per_sample' or use DAIConfig(fisher='batch_squared').")
     # official estimator from per-sample statistics: sum over (paired) batches of the squared batch-mean gradient / samples
     bs = settings.get('batch_size')
     n = lambda side: min(side, stats.n_batches * bs) if bs else side
@@ -179,27 +76,17 @@ def _fisher(stats, kind:str) -> tuple[dict, dict]:
 
 def gaprune_scores(weights:dict,                 # {name: weight tensor} (see `scored_weights`)
                    stats,                        # `GradientStats` of the same weights
-                   config:ScoreConfig|None=None  # DAI settings (default `ScoreConfig()`)
+                   config:DAIConfig|None=None    # DAI settings (default `DAIConfig()`)
                   ) -> dict:
     "DAI scores of `weights` from gradient statistics, as `config` says."
-    cfg = config or ScoreConfig()
+    cfg = config or DAIConfig()
     fd, fg = _fisher(stats, cfg.fisher)
     s_g = None
     if cfg.alpha:  # made matrix by matrix when read, like the scores
-        from gaprune_nb.alignment import alignment_of, check_alignment
         check_alignment(stats, cfg.alignment)
         s_g = PerMatrix(weights, lambda k: alignment_of(stats, k, cfg.alignment))
     w, fd, fg, s_g = (_stored(d, cfg.storage_dtype) for d in (weights, fd, fg, s_g))
     return dai_scores(w, fd, fg if cfg.beta else None, s_g, **cfg.dai_kwargs())
-
-SCORERS = {}  # method name -> scorer(weights, model=, stats=, calib=, seed=, config=) -> {name: score}
-
-def scorer(name:str): # A method name of `gaprune_nb.options.REGISTRY`
-    "Register the scorer of method `name` (which must be in `gaprune_nb.options.REGISTRY`)."
-    def deco(f):
-        method_spec(name); SCORERS[name] = f
-        return f
-    return deco
 
 @scorer('random')
 def _random(w, seed=0, **_):  # each matrix its own generator (seed, position): the same scores whenever it is read
@@ -224,30 +111,8 @@ def _wanda(w, model=None, calib=None, **_):
 
 @scorer('gaprune-paper')
 def _gaprune_paper(w, stats=None, config=None, **_): return gaprune_scores(w, stats, config)
-scorer('gaprune')(_wanda)  # the package default: the best measured method (13_exp_oneshot), with its own scope 'row'
+scorer('wanda-row')(_wanda)  # the package default (alias gaprune): the best measured method (13_exp_oneshot), with its own scope 'row'
 
 @scorer('gaprune-official')
-def _gaprune_official(w, stats=None, **_): return gaprune_scores(w, stats, ScoreConfig.official())
+def _gaprune_official(w, stats=None, **_): return gaprune_scores(w, stats, DAIConfig.official())
 
-def importance(method:str,                  # One of `METHODS`
-               model:nn.Module,             # The model (an `Encoder` for 'wanda') whose weights are scored
-               stats=None,                  # `GradientStats` for the Fisher and GAPrune methods
-               calib=None,                  # Calibration texts or triplets for 'wanda'
-               seed:int=0,                  # For 'random'
-               config:ScoreConfig|None=None, # For the DAI and OBD methods
-               params:list[str]|None=None,   # Linear names to score; default all MLP matrices
-               lazy:bool=False               # Return a `PerMatrix` that makes each matrix's scores when read, where it can
-              ) -> dict:
-    "Importance of every scored weight by `method`: {name: fp32 tensor}, higher = keep."
-    m = method_spec(method)
-    if m.update: raise ValueError(f"Method {method!r} chooses its mask while it updates the weights: call "
-                                  f"gaprune_nb.sparsegpt.obs_prune(encoder, calib) or use prune_run.")
-    if method not in SCORERS: importlib.import_module(m.module)  # registers the method's scorer
-    w = scored_weights(model, params)
-    if m.stats and stats is None:
-        raise ValueError(f"Method {method!r} needs `stats`: gaprune_nb.fisher.gradient_statistics(encoder, general, domain).")
-    if m.stats and hasattr(stats, 'require'): stats.require(stat_fields(method, config), f"Method {method!r}")  # a GradientStats
-    if m.calib and not m.stats and calib is None:
-        raise ValueError(f"Method {method!r} needs `calib`: calibration texts or triplets.")
-    out = SCORERS[method](w, model=model, stats=stats, calib=calib, seed=seed, config=config)
-    return out if lazy else dict(out)  # the scorers of `per_matrix` methods return a `PerMatrix`

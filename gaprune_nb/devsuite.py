@@ -20,8 +20,8 @@ from .evaluation import TYPE_ABBR, balanced_indices, round_robin, sample_indices
 from .store import write_text
 
 # %% auto #0
-__all__ = ['DEV', 'DevSpec', 'bm25_candidates', 'dev_retrieval', 'DevTask', 'dev_suite', 'TaskScores', 'dev_scores', 'summary',
-           'paired_bootstrap', 'fmt_delta', 'save_scores', 'load_scores']
+__all__ = ['DEV', 'DevSpec', 'bm25_candidates', 'dev_retrieval', 'DevTask', 'dev_suite', 'TaskScores', 'embed_cached',
+           'dev_scores', 'summary', 'paired_bootstrap', 'fmt_delta', 'save_scores', 'load_scores']
 
 # %% ../nbs/09b_devsuite.ipynb #d03cd528
 @dataclass(frozen=True)
@@ -140,7 +140,13 @@ def _drawn_ranks(x:np.ndarray, idx:np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ranks, counts
 
 
-def _embed(encoder, texts:list[str], kind:str, batch_size:int, cache:dict) -> np.ndarray:
+def embed_cached(encoder,         # An `Encoder` (anything with `encode(texts, kind=, batch_size=, normalize=)`)
+                 texts:list[str], # The texts (repeats allowed)
+                 kind:str,        # 'query' or 'document': the prompt they get
+                 batch_size:int,  # Texts per forward pass
+                 cache:dict       # {(kind, text): embedding}, filled with the texts not yet in it
+                ) -> np.ndarray:
+    "Unit embeddings of `texts` in order, each distinct (kind, text) embedded once per `cache`."
     todo = [t for t in dict.fromkeys(texts) if (kind, t) not in cache]
     if todo:
         cache.update({(kind, t): e for t, e in zip(todo, np.asarray(encoder.encode(todo, kind=kind, batch_size=batch_size,
@@ -167,7 +173,7 @@ def dev_scores(encoder,              # An `Encoder` (anything with `encode(texts
               ) -> dict[str, TaskScores]:
     "Per-item scores of `encoder` on every task: {task name: `TaskScores`}."
     cache = {}
-    emb = lambda texts, kind: _embed(encoder, texts, kind, batch_size, cache)
+    emb = lambda texts, kind: embed_cached(encoder, texts, kind, batch_size, cache)
     out = {}
     for t in tasks:
         if t.kind == 'retrieval': out[t.name] = TaskScores(t.name, t.type, _retrieval(t.data, emb))

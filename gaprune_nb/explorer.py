@@ -9,10 +9,11 @@ import numpy as np
 import torch
 
 from .arch import find_layers
-from .dai import activation_norms, importance
+from .methods import importance
 from .geometry import layer_profile
 from .masks import make_mask, mask_difference
-from .options import REGISTRY, ScoreConfig, check_scope
+from .options import REGISTRY, check_scope, method_config
+from .scoring import activation_norms
 
 # %% auto #0
 __all__ = ['Explorer', 'show_state', 'explore']
@@ -43,20 +44,20 @@ class Explorer:
     @property
     def methods(self) -> list:
         "Methods this explorer can score (no weight update; statistics or activations only if given)."
-        return [m.name for m in REGISTRY.values() if not m.update and (not m.stats or self.stats is not None)
+        return [m.name for m in REGISTRY.values() if m.kind == 'score' and (not m.stats or self.stats is not None)
                 and (not m.calib or m.stats or self.calib is not None)]
     @torch.no_grad()
-    def state(self, method:str='gaprune', # A method of `methods`
+    def state(self, method:str='wanda-row', # A method of `methods` (the default's alias 'gaprune' too)
               sparsity:float=0.5,         # Share of the weights pruned (ignored by an N:M `scope`)
               scope:str|None=None,        # 'global', 'layer', 'matrix', 'row' or 'N:M' (default: the method's)
               **knobs) -> dict:
-        "Mask and proxies of one setting (`knobs`: ScoreConfig fields such as alpha, beta, gamma, lam)."
+        "Mask and proxies of one setting (`knobs`: fields of the method's settings, such as alpha, beta, gamma (`DAIConfig`) or lam (`OBDConfig`))."
         t0 = time.perf_counter()
         scope = scope or REGISTRY[method].scope
         nm = check_scope(scope, None if ':' in scope else sparsity)
         key = (method, tuple(sorted(knobs.items())))
         if key not in self._cache:  # scores depend on the method and knobs, not on sparsity or scope
-            self._cache = {key: importance(method, self.enc, stats=self.stats, calib=self.calib, config=ScoreConfig(**knobs))}
+            self._cache = {key: importance(method, self.enc, stats=self.stats, calib=self.calib, config=method_config(method, knobs))}
         sp = None if nm else sparsity
         mask = make_mask(self._cache[key], sp, scope)
         for n, lin in self.lin.items(): lin.weight.copy_(self.dense_w[n] * mask[n])
@@ -93,7 +94,7 @@ def explore(explorer:Explorer # Made once per model: statistics, dense weights a
     import ipywidgets as W
     import matplotlib.pyplot as plt
     from IPython.display import display
-    ctl = dict(method=W.Dropdown(options=explorer.methods, value='gaprune' if 'gaprune' in explorer.methods else explorer.methods[0]),
+    ctl = dict(method=W.Dropdown(options=explorer.methods, value='wanda-row' if 'wanda-row' in explorer.methods else explorer.methods[0]),
                scope=W.Dropdown(options=['default', 'global', 'layer', 'matrix', 'row', '2:4'], value='default'),
                sparsity=W.FloatSlider(value=0.5, min=0.05, max=0.95, step=0.05),
                alpha=W.FloatSlider(value=0.2, min=0, max=2, step=0.1), beta=W.FloatSlider(value=1.0, min=0, max=2, step=0.1),

@@ -203,9 +203,11 @@ def plot_projection(embs:dict,        # {model name: `embed_triplets` output}, a
     from sklearn.decomposition import PCA
     pca = PCA(2).fit(embs[dense]['q'])
     others = [k for k in embs if k != dense]
-    fig, axs = plt.subplots(1, max(len(others), 1), figsize=(3.4 * max(len(others), 1), 3.2), squeeze=False)
+    ncol = min(max(len(others), 1), 2); nrow = -(-max(len(others), 1) // ncol)   # two panels a row: page width
+    fig, axs = plt.subplots(nrow, ncol, figsize=(3.4 * ncol, 3.1 * nrow), squeeze=False)
+    for ax in axs.flat[len(others):]: ax.set_visible(False)
     d = pca.transform(embs[dense]['q'][:n])
-    for ax, k in zip(axs[0], others):
+    for ax, k in zip(axs.flat, others):
         o = pca.transform(embs[k]['q'][:n])
         ax.plot(np.stack([d[:, 0], o[:, 0]]), np.stack([d[:, 1], o[:, 1]]), c='0.8', lw=.5)
         ax.scatter(*d.T, s=6, label=dense); ax.scatter(*o.T, s=6, label=k)

@@ -8,7 +8,7 @@ import os, sys, time
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['demo', 'parse_limit', 'evaluate_model', 'compare', 'run', 'slim_job']
+__all__ = ['demo', 'parse_limit', 'evaluate_model', 'compare', 'run', 'slim_job', 'domain_suite']
 
 # %% ../nbs/11c_jobs.ipynb #cd442336
 def demo(model:str|None=None, # Model folder or hub id (default: the all-MiniLM-L6-v2 fixture)
@@ -104,9 +104,10 @@ def compare(dense,                 # The dense `Encoder`
             data:str|None=None,    # Data folder (default: $GAPRUNE_DATA)
             timings:dict|None=None, # Receives each suite's wall time
             show_progress:bool=True, # Stage headings and progress bars (stderr)
-            dev:bool=False         # The dev suites instead (`gaprune_nb.devsuite`: BM25-hard candidates, per-item scores): Δ with its 95% interval
+            dev:bool=False,        # The dev suites instead (`gaprune_nb.devsuite`: BM25-hard candidates, per-item scores): Δ with its 95% interval
+            domain_held=None       # The user's held-out `datasets.Dataset` (canonical columns): also its domain suite (`domain_suite`); None: not
            ) -> dict:
-    "Evaluate `dense` and `model` on the domain suite (and the general one), print each table with Δ vs dense; the scores, {suite: {row: {column: score}}}."
+    "Evaluate `dense` and `model` on the domain suite (and the general one, and the user's held-out data), print each table with Δ vs dense; the scores, {suite: {row: {column: score}}} (and `domain_suite`)."
     from gaprune_nb.evaluation import table, delta_pct
     from gaprune_nb.pipeline import stage
     ev, timings = {}, {} if timings is None else timings
@@ -121,6 +122,7 @@ def compare(dense,                 # The dense `Encoder`
         from gaprune_nb.devsuite import fmt_delta
         ev[s]['Δ [95% CI]'] = {t: [round(float(x), 3) for x in r] for t, r in ci.iterrows()}
         print(f"Δ {name} − dense, points [paired-bootstrap 95% interval]:\n" + '\n'.join(f'  {t}: {fmt_delta(r)}' for t, r in ci.iterrows()))
+    if domain_held is not None: ev['domain_suite'] = domain_suite(dense, model, name, domain_held, timings, show_progress)
     return ev
 
 def _dev_compare(dense, model, name:str, suite:str, data):
@@ -154,7 +156,8 @@ def run(cfg,                        # A `RunConfig`
         overwrite:bool=False,       # Replace a previous run in `out` (see `prune_run`)
         cache=None,                 # Statistics checkpoints and finished statistics (see `prune_run`)
         checkpoint_every:int=20,    # Statistics steps between checkpoints
-        dev:bool=False              # Evaluate on the dev suites: Δ with its paired-bootstrap 95% interval (see `compare`)
+        dev:bool=False,             # Evaluate on the dev suites: Δ with its paired-bootstrap 95% interval (see `compare`)
+        domain_held=None            # The user's held-out `datasets.Dataset`: also its domain suite (see `compare`)
        ) -> dict:
     "The main job: prune, evaluate dense and pruned, report Δ% and timings (the scores also go into the run folder)."
     from gaprune_nb.core import Encoder
@@ -164,6 +167,9 @@ def run(cfg,                        # A `RunConfig`
     from gaprune_nb.fixtures import default_model
     t0 = time.perf_counter()
     limit = _as_limit(limit); data_root(cfg.data); _has_suite(cfg.domain, cfg.data, 'gaprune prune')  # checked before the pruning starts
+    if domain_held is not None:
+        from gaprune_nb.domain_eval import check_held
+        check_held(domain_held)  # a held-out split too small to measure: refused before the pruning
     if not overwrite and (report := _unevaluated(out, cfg)):  # an earlier run of these settings stopped in its evaluation
         if show_progress: print(f"== {out} holds the pruned model of these settings, not yet evaluated: evaluating it", file=sys.stderr)
         pruned, report['seconds'] = Encoder.from_pretrained(out, **load_kwargs(cfg)), {}
@@ -171,7 +177,7 @@ def run(cfg,                        # A `RunConfig`
                                            checkpoint_every=checkpoint_every)
     if _rank() > 0: return report  # under torchrun / accelerate the first process evaluates and reports
     dense = Encoder.from_pretrained(default_model(cfg.model), **load_kwargs(cfg))
-    try: report['evaluation'] = compare(dense, pruned, cfg.method, cfg.domain, general, limit, cfg.data, report['seconds'], show_progress, dev)
+    try: report['evaluation'] = compare(dense, pruned, cfg.method, cfg.domain, general, limit, cfg.data, report['seconds'], show_progress, dev, domain_held)
     except KeyboardInterrupt:
         raise KeyboardInterrupt(f"interrupted in the evaluation; the pruned model in {out} is complete: rerun the same command to evaluate it") from None
     report['seconds']['total'] = round(time.perf_counter() - t0, 2)
@@ -190,7 +196,8 @@ def slim_job(cfg,                   # A `SlimConfig`
              general:bool=False,    # Also evaluate on the general suite
              show_progress:bool=True, # Stage headings, times and progress bars (stderr)
              overwrite:bool=False,  # Replace a previous slim run in `out` (see `slim_run`)
-             dev:bool=False         # Evaluate on the dev suites: Δ with its paired-bootstrap 95% interval (see `compare`)
+             dev:bool=False,        # Evaluate on the dev suites: Δ with its paired-bootstrap 95% interval (see `compare`)
+             domain_held=None       # The user's held-out `datasets.Dataset`: also its domain suite (see `compare`)
             ) -> dict:
     "`gaprune slim`: coarse-to-fine slimming (`slim_run`), saved; then dense and slimmed evaluated, the scores added to `slim_report.json`."
     from gaprune_nb.core import Encoder, model_source
@@ -202,15 +209,37 @@ def slim_job(cfg,                   # A `SlimConfig`
     t0 = time.perf_counter()
     limit = _as_limit(limit); data_root(cfg.data)  # checked before the slimming starts
     if evaluate: _has_suite(cfg.domain, cfg.data, 'gaprune slim --no-eval')
+    if domain_held is not None:
+        from gaprune_nb.domain_eval import check_held
+        check_held(domain_held)  # a held-out split too small to measure: refused before the slimming
     slimmed, rep = slim_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite)
     print(f"parameters kept: {rep['params_kept']:.1%} (MLP {rep['mlp_params_kept']:.1%}); dropped MLPs: "
           f"{rep['dropped']['mlp'] or 'none'}; MLP widths: {rep['widths']}")
     if evaluate:
         dense = Encoder.from_pretrained(model_source(default_model(cfg.model)), **load_kwargs(cfg), max_length=cfg.max_length)  # as `slim_run` loads it
-        try: rep['evaluation'] = compare(dense, slimmed, 'slimmed', cfg.domain, general, limit, cfg.data, rep['seconds'], show_progress, dev)
+        try: rep['evaluation'] = compare(dense, slimmed, 'slimmed', cfg.domain, general, limit, cfg.data, rep['seconds'], show_progress, dev, domain_held)
         except KeyboardInterrupt:
             raise KeyboardInterrupt(f"interrupted in the evaluation; the slimmed model in {out} is complete: evaluate it with gaprune eval --model {out}") from None
         write_json(Path(out)/'slim_report.json', {k: v for k, v in rep.items() if k != 'seconds'})
     rep['seconds']['total'] = round(time.perf_counter() - t0, 2)
     print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in rep['seconds'].items())); print(f"saved: {out}")
     return rep
+
+# %% ../nbs/11c_jobs.ipynb #9600ed71
+def domain_suite(dense,                 # The dense `Encoder`
+                 model,                 # The compressed `Encoder`
+                 name:str,              # Its name in the table
+                 held,                  # The user's held-out `datasets.Dataset` (canonical columns)
+                 timings:dict|None=None, # Receives the wall time
+                 show_progress:bool=True # Stage heading (stderr)
+                ) -> dict:
+    "Dense and `model` on the user's held-out data (`domain_compare`): print the table of Δ and intervals; the JSON-able result."
+    from gaprune_nb.domain_eval import domain_compare, domain_table
+    from gaprune_nb.pipeline import stage
+    with stage({} if timings is None else timings, f'evaluate dense and {name} on the held-out domain data', show_progress):
+        res = domain_compare(dense, model, held, name=name)
+    tok, docs = res['tokens']['document'], '' if res['corpus'] is None else f", {res['corpus']} documents"
+    print(f"\n== held-out domain data ({res['shape']}: {res['items']} {'texts' if res['shape'] == 'texts' else 'queries'}{docs}; "
+          f"x100; token limit {res['max_length']}, {tok['truncated']} of {tok['texts']} documents longer)")
+    print(domain_table(res).round(2).to_string())
+    return res

@@ -67,6 +67,6 @@ def check_memory(enc:Encoder,               # The loaded model
         raise NotEnoughMemory(
             f"method {cfg.method!r} needs about {gb(memory_total(need))} beyond the model ({part}: {gb(need[part])}), but "
             f"{enc.device.type} has {gb(available)} free. Choose a method that reads fewer statistics (gaprune methods; "
-            f"magnitude, wanda and gaprune read none; {', '.join(stat_fields(cfg.method, cfg.score)) or 'none'} now), "
+            f"magnitude, wanda and wanda-row read none; {', '.join(stat_fields(cfg.method, cfg.score)) or 'none'} now), "
             f"a smaller --batch-size or --max-length, --recompute 1 (holds one text's activations at a time), --stats-groups K (statistics of 1/K of the matrices at a time, kept on disk), or a device with more memory (--device cuda); GAPRUNE_NO_MEMORY_CHECK=1 skips this check.")
     return need

@@ -5,83 +5,137 @@
 # %% ../nbs/00a_options.ipynb #78696ccc
 from __future__ import annotations
 import json, numbers, re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Callable
 
 from .store import sha256_file
 
 # %% auto #0
-__all__ = ['SHAPES', 'STAT_FIELDS', 'REGISTRY', 'METHODS', 'SCOPES', 'POOLINGS', 'DTYPES', 'NORMALIZATIONS', 'ALIGNMENTS',
-           'DOMAINS', 'CANONICAL', 'IN_MEMORY', 'Method', 'method', 'check_sparsity', 'check_scope', 'check_device',
-           'check_domain', 'check_columns', 'parse_columns', 'verify_sources', 'ModelConfig', 'ScoreConfig',
-           'stat_fields', 'SlimConfig', 'RunConfig']
+__all__ = ['STAT_FIELDS', 'DTYPES', 'NORMALIZATIONS', 'ALIGNMENTS', 'SHAPES', 'REGISTRY', 'ALIASES', 'METHODS', 'UPDATES',
+           'SCOPES', 'POOLINGS', 'DOMAINS', 'CANONICAL', 'IN_MEMORY', 'LEGACY_SCORE_FIELDS', 'DAIConfig', 'OBDConfig',
+           'Method', 'method', 'check_sparsity', 'check_scope', 'check_device', 'check_domain', 'check_columns',
+           'parse_columns', 'verify_sources', 'ModelConfig', 'method_config', 'stat_fields', 'SlimConfig', 'RunConfig']
+
+# %% ../nbs/00a_options.ipynb #1c9f0710
+STAT_FIELDS = ('fisher_gen', 'fisher_dom', 'grad_gen', 'grad_dom', 'cross', 'sq_gen', 'sq_dom')  # of `fisher.GradientStats`
+_PAIRED = STAT_FIELDS[4:]  # the paired-batch products (cosine alignment, the official Fisher)
+DTYPES = ('float32', 'bfloat16', 'float16')            # of a model's weights (`ModelConfig.dtype`), of stored statistics (`DAIConfig.storage_dtype`)
+NORMALIZATIONS = ('median', 'mean', 'rms', None)     # global scales of a score term, see `gaprune_nb.scoring.term_scale`
+ALIGNMENTS = ('cosine', 'official', 'sign')          # s_g methods, see `gaprune_nb.alignment.gradient_alignment`
+
+def _check_choices(cfg, **choices): # a `ValueError` naming the first field of `cfg` whose value is not one of its choices
+    for k, ok in choices.items():
+        if getattr(cfg, k) not in ok: raise ValueError(f"{type(cfg).__name__}.{k} must be one of {ok}, not {getattr(cfg, k)!r}")
+
+@dataclass
+class DAIConfig:
+    "How GAPrune's DAI is computed from gradient statistics (method `gaprune-paper`). `DAIConfig.official()` reproduces the public code."
+    alpha: float = 0.2               # weight of the alignment factor (1 + alpha s_g)
+    beta: float = 1.0                # weight of the general Fisher
+    gamma: float = 0.5               # weight of the magnitude term sqrt|theta|
+    normalize: str|None = 'median'   # global scale of each additive term: 'median', 'mean', 'rms' or None
+    fisher_scale: str|None = 'mean'  # global scale dividing F_dom and F_gen before they are combined (None: raw)
+    modulate: str = 'all'            # (1 + alpha s_g) multiplies 'all' or only the 'fisher' term
+    clamp: tuple|None = None         # clamp of (1 + alpha s_g)
+    softplus: bool = False           # softplus of the final score
+    eps: float = 0.0                 # inside the square root
+    alignment: str = 'cosine'        # s_g method of `gradient_alignment`
+    fisher: str = 'per_sample'       # 'per_sample' (stats.fisher_*) or 'batch_squared' (stats.sq_* / n)
+    storage_dtype: str|None = None   # round statistics and weights through this dtype first ('float16' officially)
+
+    @classmethod
+    def official(cls, **kw) -> DAIConfig:
+        "The settings of the official implementation (yixuantt/GAPrune, SparseModel.py defaults)."
+        return cls(**{**dict(normalize=None, fisher_scale=None, modulate='fisher', clamp=(0.8, 1.2), softplus=True, eps=1e-8,
+                             alignment='official', fisher='batch_squared', storage_dtype='float16'), **kw})
+
+    def __post_init__(self):
+        _check_choices(self, normalize=NORMALIZATIONS, fisher_scale=NORMALIZATIONS, modulate=('all', 'fisher'), alignment=ALIGNMENTS,
+                       fisher=('per_sample', 'batch_squared'), storage_dtype=(None,) + DTYPES)
+        if self.clamp is not None and len(self.clamp) != 2: raise ValueError(f"clamp must be (low, high), not {self.clamp!r}")
+
+    def dai_kwargs(self) -> dict:
+        "The arguments of `dai_scores`."
+        return {k: getattr(self, k) for k in ('alpha', 'beta', 'gamma', 'normalize', 'fisher_scale', 'modulate', 'clamp', 'softplus', 'eps')}
+
+    def reads(self) -> tuple:
+        "The `GradientStats` fields the DAI reads: its Fisher estimator's (both sides when beta > 0, see `dai._fisher`) and its alignment's."
+        fisher = ('fisher_dom', 'fisher_gen') if self.fisher == 'per_sample' else ('sq_dom', 'sq_gen')
+        return fisher[:1 + bool(self.beta)] + ((_PAIRED if self.alignment == 'cosine' else ('grad_gen', 'grad_dom')) if self.alpha else ())
+
+@dataclass
+class OBDConfig:
+    "How the OBD family (`obd`, `obd-kfac`, `balanced`) turns gradient statistics into loss-increase saliency (see `05b_saliency`)."
+    lam: float = 1.0           # weight of the general Fisher, added to the domain Fisher
+    align: float = 0.0         # bounded alignment factor 1 + align clip(s_g, -1, 1), align in [0, 1)
+    exponent: float = 2.0      # power of |θ| (2: OBD, 1: Fisher × magnitude)
+    first_order: bool = False  # subtract the first-order term θ·ḡ
+
+    def __post_init__(self):
+        if self.lam < 0 or not 0 <= self.align < 1 or self.exponent <= 0:
+            raise ValueError(f"OBDConfig needs lam >= 0, 0 <= align < 1 and exponent > 0; got {self.lam}, {self.align}, {self.exponent}")
+
+    def reads(self, both:bool=False # Both Fishers whatever `lam` (`balanced` ranks each objective on its own)
+             ) -> tuple:
+        "The `GradientStats` fields it reads: the domain Fisher, the general one when it counts, the first-order and alignment terms."
+        return (('fisher_dom',) + (('fisher_gen',) if both or self.lam > 0 else ()) + (('grad_dom', 'grad_gen') if self.first_order else ())
+                + (_PAIRED if self.align else ()))
 
 # %% ../nbs/00a_options.ipynb #7643a09f
 @dataclass(frozen=True)
 class Method:
-    "A pruning method: its name, what it needs, and one line on what it does."
+    "A pruning method: its name, what it needs, its settings' dataclass, and one line on what it does."
     name: str
     stats: bool        # needs gradient statistics (general and domain Fisher)
     calib: bool        # needs calibration triplets (for the statistics or for activations)
     summary: str
-    update: bool = False  # prunes with an OBS weight update of the kept weights (needs calibration, see `sparsegpt`)
-    module: str = 'gaprune_nb.dai'  # the module that registers its scorer (imported when the method is first used)
+    kind: str = 'score'             # 'score': a scorer ranks the weights, the run's scope makes the mask; 'pruner': it chooses the mask while it updates the kept weights (see `methods.prune_weights`)
+    config: type|None = None        # its family's settings (`DAIConfig`, `OBDConfig`), saved with a run as `RunConfig.score`; None: it has none
     scope: str = 'global'           # default mask scope (`RunConfig.scope=None` takes it)
     per_matrix: bool = False        # its scorer makes each matrix's scores when read (`importance(lazy=True)` keeps it so)
     held: int = 0                   # fp32 values per scored weight its scorer keeps for the whole model meanwhile
-    reads: Callable|None = None     # with `stats`: `ScoreConfig` -> the `GradientStats` fields its scorer reads (`stat_fields`)
+    reads: Callable|tuple|None = None  # with `stats`: the `GradientStats` fields it reads, fixed or a function of its config; None: its config's `reads()`
     scopes: tuple|None = None       # the only scopes it can honour ('N:M': any N:M); None: every scope
 
     @property
     def needs(self) -> str|None:
         "The least data shape of `SHAPES` its domain data must have: 'pairs' for gradient statistics, 'texts' for activations; None: no data."
-        return 'pairs' if self.stats else 'texts' if (self.calib or self.update) else None
+        return 'pairs' if self.stats else 'texts' if self.calib else None
 
 SHAPES = ('texts', 'pairs', 'triplets')  # shapes of domain data, each allowing what the one before it does and more
 
-STAT_FIELDS = ('fisher_gen', 'fisher_dom', 'grad_gen', 'grad_dom', 'cross', 'sq_gen', 'sq_dom')  # of `fisher.GradientStats`
-_PAIRED = STAT_FIELDS[4:]  # the paired-batch products (cosine alignment, the official Fisher)
-
-def _dai_reads(c): # the DAI: its Fisher estimator (both sides when beta > 0, see `dai._fisher`) and its alignment's
-    fisher = ('fisher_dom', 'fisher_gen') if c.fisher == 'per_sample' else ('sq_dom', 'sq_gen')
-    return fisher[:1 + bool(c.beta)] + ((_PAIRED if c.alignment == 'cosine' else ('grad_gen', 'grad_dom')) if c.alpha else ())
-
-def _obd_reads(c, both=False): # the OBD family: the domain Fisher, the general one when it counts, first-order and alignment terms
-    return (('fisher_dom',) + (('fisher_gen',) if both or c.lam > 0 else ()) + (('grad_dom', 'grad_gen') if c.first_order else ())
-            + (_PAIRED if c.align else ()))
-
-_SAL = 'gaprune_nb.saliency'
 REGISTRY = {m.name: m for m in [
     Method('random', False, False, 'uniformly random scores (a floor)', per_matrix=True),
     Method('magnitude', False, False, '|W|', per_matrix=True),
-    Method('fisher-gen', True, True, 'general-domain diagonal Fisher', per_matrix=True, reads=lambda c: ('fisher_gen',)),
-    Method('fisher-dom', True, True, 'target-domain diagonal Fisher', per_matrix=True, reads=lambda c: ('fisher_dom',)),
+    Method('fisher-gen', True, True, 'general-domain diagonal Fisher', per_matrix=True, reads=('fisher_gen',)),
+    Method('fisher-dom', True, True, 'target-domain diagonal Fisher', per_matrix=True, reads=('fisher_dom',)),
     Method('wanda', False, True, "|W| x input activation norm on domain triplets (Wanda)", per_matrix=True),
-    Method('gaprune', False, True, "the default, chosen by measurement in 13_exp_oneshot: |W| x input activation norm "
-           "on domain triplets per output row (Wanda's scope); it beat every gradient-based saliency there", scope='row', per_matrix=True),
+    Method('wanda-row', False, True, "the default: Wanda's |W| x input activation norm on domain triplets, per "
+           "output row; chosen by measurement in 13_exp_oneshot, where it beat every gradient-based saliency", scope='row', per_matrix=True),
     Method('gaprune-paper', True, True, "DAI as the paper writes it: [(F_dom - beta F_gen)|θ| + gamma sqrt|θ|](1 + alpha s_g)",
-           per_matrix=True, reads=_dai_reads),
-    Method('gaprune-official', True, True, "DAI with the public GAPrune code's settings", per_matrix=True,
-           reads=lambda c: _dai_reads(ScoreConfig.official())),  # its settings whatever `score` says
-    Method('obd', True, True, "loss-increase saliency ½θ²(F_dom + lam F_gen), each Fisher trace-normalised", module=_SAL,
-           per_matrix=True, reads=_obd_reads),
-    Method('obd-kfac', True, True, "OBD with each Fisher denoised to row-sum × column-sum (K-FAC's diagonal)", module=_SAL,
-           per_matrix=True, reads=_obd_reads),
-    Method('balanced', True, True, "keep a weight if domain OBD or general OBD ranks it high", module=_SAL,
-           per_matrix=True, held=2, reads=lambda c: _obd_reads(c, both=True)),  # held: every score, sorted, for the global ranks
-    Method('ria', False, True, "relative importance × activation^½ on domain triplets (RIA)", module=_SAL, per_matrix=True),
+           config=DAIConfig, per_matrix=True),
+    Method('gaprune-official', True, True, "DAI with the public GAPrune code's settings (DAIConfig.official(); no settings of its own)",
+           per_matrix=True, reads=lambda c: DAIConfig.official().reads()),
+    Method('obd', True, True, "loss-increase saliency ½θ²(F_dom + lam F_gen), each Fisher trace-normalised", config=OBDConfig, per_matrix=True),
+    Method('obd-kfac', True, True, "OBD with each Fisher denoised to row-sum × column-sum (K-FAC's diagonal)", config=OBDConfig,
+           per_matrix=True),
+    Method('balanced', True, True, "keep a weight if domain OBD or general OBD ranks it high", config=OBDConfig,
+           per_matrix=True, held=2, reads=lambda c: c.reads(both=True)),  # held: every score, sorted, for the global ranks
+    Method('ria', False, True, "relative importance × activation^½ on domain triplets (RIA)", per_matrix=True),
     Method('sparsegpt', False, True, "SparseGPT: OBS mask and weight update from the domain triplets' input Hessians (each "
-           "128-column block of a matrix pruned to the sparsity, or N:M)", update=True, module='gaprune_nb.sparsegpt',
-           scope='matrix', scopes=('matrix', 'N:M')),
+           "128-column block of a matrix pruned to the sparsity, or N:M)", kind='pruner', scope='matrix', scopes=('matrix', 'N:M')),
 ]}
-METHODS = tuple(REGISTRY)
+ALIASES = {'gaprune': 'wanda-row'}  # old names that `method` resolves: 'gaprune' was the default's name before it said what it is
+METHODS = tuple(REGISTRY) + tuple(ALIASES)  # every name a run accepts: the table's, then the aliases
+UPDATES = {'obs': 'sparsegpt'}  # `RunConfig.update`: the pruner whose weight update follows a scorer's mask
 
-def method(name:str # A method name, e.g. 'gaprune'
+def method(name:str # A method name or alias, e.g. 'wanda-row' or 'gaprune'
           ) -> Method:
-    "The `Method` called `name`, or a `ValueError` listing the choices."
-    if name not in REGISTRY: raise ValueError(f"Unknown method {name!r}; choose one of {', '.join(METHODS)}.")
-    return REGISTRY[name]
+    "The `Method` called `name` (an alias resolved to its method), or a `ValueError` listing the choices."
+    m = REGISTRY.get(ALIASES.get(name, name))
+    if m is None: raise ValueError(f"Unknown method {name!r}; choose one of {', '.join(METHODS)}.")
+    return m
 
 # %% ../nbs/00a_options.ipynb #eb437b8c
 def check_sparsity(sparsity,                # The share of weights to prune
@@ -113,9 +167,6 @@ def check_scope(scope:str,                # 'global', 'layer', 'matrix', 'row' o
 
 # %% ../nbs/00a_options.ipynb #36729d7f
 POOLINGS = ('mean', 'cls', 'last', 'weighted_mean')  # see `gaprune_nb.core.pool`
-DTYPES = ('float32', 'bfloat16', 'float16')
-NORMALIZATIONS = ('median', 'mean', 'rms', None)     # global scales of a score term, see `gaprune_nb.dai.term_scale`
-ALIGNMENTS = ('cosine', 'official', 'sign')          # s_g methods, see `gaprune_nb.alignment.gradient_alignment`
 
 def check_device(device:str|None # A torch device name, or None (cpu)
                 ) -> str|None:
@@ -219,52 +270,34 @@ class ModelConfig:
         return cfg
 
 # %% ../nbs/00a_options.ipynb #4969e0de
-@dataclass
-class ScoreConfig:
-    "How GAPrune's DAI is computed from gradient statistics. `ScoreConfig.official()` reproduces the public code."
-    alpha: float = 0.2               # weight of the alignment factor (1 + alpha s_g)
-    beta: float = 1.0                # weight of the general Fisher
-    gamma: float = 0.5               # weight of the magnitude term sqrt|theta|
-    normalize: str|None = 'median'   # global scale of each additive term: 'median', 'mean', 'rms' or None
-    fisher_scale: str|None = 'mean'  # global scale dividing F_dom and F_gen before they are combined (None: raw)
-    modulate: str = 'all'            # (1 + alpha s_g) multiplies 'all' or only the 'fisher' term
-    clamp: tuple|None = None         # clamp of (1 + alpha s_g)
-    softplus: bool = False           # softplus of the final score
-    eps: float = 0.0                 # inside the square root
-    alignment: str = 'cosine'        # s_g method of `gradient_alignment`
-    fisher: str = 'per_sample'       # 'per_sample' (stats.fisher_*) or 'batch_squared' (stats.sq_* / n)
-    storage_dtype: str|None = None   # round statistics and weights through this dtype first ('float16' officially)
-    lam: float = 1.0                 # OBD methods: weight of the general Fisher, added to the domain Fisher
-    align: float = 0.0               # OBD methods: bounded alignment factor 1 + align clip(s_g, -1, 1), align in [0, 1)
-    exponent: float = 2.0            # OBD methods: power of |θ| (2: OBD, 1: Fisher × magnitude)
-    first_order: bool = False        # OBD methods: subtract the first-order term θ·ḡ
+LEGACY_SCORE_FIELDS = frozenset(f.name for c in (DAIConfig, OBDConfig) for f in fields(c))  # the one `ScoreConfig` old run folders saved
 
-    @classmethod
-    def official(cls, **kw) -> ScoreConfig:
-        "The settings of the official implementation (yixuantt/GAPrune, SparseModel.py defaults)."
-        return cls(**{**dict(normalize=None, fisher_scale=None, modulate='fisher', clamp=(0.8, 1.2), softplus=True, eps=1e-8,
-                             alignment='official', fisher='batch_squared', storage_dtype='float16'), **kw})
-
-    def __post_init__(self):
-        for k, ok in (('normalize', NORMALIZATIONS), ('fisher_scale', NORMALIZATIONS), ('modulate', ('all', 'fisher')),
-                      ('alignment', ALIGNMENTS), ('fisher', ('per_sample', 'batch_squared')),
-                      ('storage_dtype', (None,) + DTYPES)):
-            if getattr(self, k) not in ok: raise ValueError(f"ScoreConfig.{k} must be one of {ok}, not {getattr(self, k)!r}")
-        if self.clamp is not None and len(self.clamp) != 2: raise ValueError(f"clamp must be (low, high), not {self.clamp!r}")
-        if self.lam < 0 or not 0 <= self.align < 1 or self.exponent <= 0:
-            raise ValueError(f"ScoreConfig needs lam >= 0, 0 <= align < 1 and exponent > 0; got {self.lam}, {self.align}, {self.exponent}")
-
-    def dai_kwargs(self) -> dict:
-        "The arguments of `dai_scores`."
-        return {k: getattr(self, k) for k in ('alpha', 'beta', 'gamma', 'normalize', 'fisher_scale', 'modulate', 'clamp', 'softplus', 'eps')}
+def method_config(name:str,        # A method name or alias
+                  score=None       # None (defaults), a dict of its fields (an old run's 16-field dict too), or its config
+                 ):
+    "The settings of method `name`: its family's config (`Method.config`) made from `score`; None for a method without settings."
+    cls = method(name).config
+    if score is None: return cls() if cls else None
+    if cls and isinstance(score, cls): return score
+    if not isinstance(score, dict):
+        raise ValueError(f"method {name!r} takes {cls.__name__ if cls else 'no settings (None)'}, not a {type(score).__name__}")
+    own = {f.name for f in fields(cls)} if cls else set()
+    extra = sorted(set(score) - own)
+    if extra and set(score) != LEGACY_SCORE_FIELDS:  # an old run's dict: the other families' fields were never read
+        raise ValueError(f"method {name!r} has no setting {extra[0]!r}; " + (f"its settings ({cls.__name__}): {', '.join(f.name for f in fields(cls))}"
+                                                                             if cls else "it takes none"))
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in score.items() if k in own}) if cls else None
 
 # %% ../nbs/00a_options.ipynb #8cdeebd3
-def stat_fields(name:str,                     # A method of `REGISTRY`
-                score:ScoreConfig|None=None   # Its scoring settings (default `ScoreConfig()`)
+def stat_fields(name:str,    # A method of `REGISTRY` (or an alias)
+                score=None   # Its settings: its config, a dict of them, or None (its defaults), see `method_config`
                ) -> tuple:
-    "The `GradientStats` fields method `name` reads with `score` (its `Method.reads`; empty for methods without gradient statistics)."
+    "The `GradientStats` fields method `name` reads with `score` (empty for methods without gradient statistics)."
     m = method(name)
-    return tuple(f for f in STAT_FIELDS if f in m.reads(score or ScoreConfig())) if m.stats else ()
+    if not m.stats: return ()
+    cfg = method_config(name, score)
+    got = m.reads(cfg) if callable(m.reads) else m.reads if m.reads is not None else cfg.reads()
+    return tuple(f for f in STAT_FIELDS if f in got)
 
 # %% ../nbs/00a_options.ipynb #417351d3
 @dataclass
@@ -290,7 +323,7 @@ class SlimConfig(ModelConfig):
         if not 0 < self.keep <= 1: raise ValueError(f"keep must be in (0, 1] (the share of MLP neurons kept), not {self.keep}")
         if self.scorer != 'gates' and self.scorer not in METHODS:
             raise ValueError(f"scorer must be 'gates' or one of {METHODS}, not {self.scorer!r}")
-        if self.scorer != 'gates' and method(self.scorer).update:
+        if self.scorer != 'gates' and method(self.scorer).kind == 'pruner':
             raise ValueError(f"scorer {self.scorer!r} updates weights instead of scoring them; choose a scoring method")
         if self.gate_weights not in ('frozen', 'full', 'lora'): raise ValueError(f"gate_weights must be 'frozen', 'full' or 'lora', not {self.gate_weights!r}")
         if self.finetune not in ('full', 'lora', 'none'): raise ValueError(f"finetune must be 'full', 'lora' or 'none', not {self.finetune!r}")
@@ -311,7 +344,7 @@ class SlimConfig(ModelConfig):
 @dataclass
 class RunConfig(ModelConfig):
     "Everything that defines a pruning run (checked when it is made, before anything is loaded)."
-    method: str = 'gaprune'     # one of `gaprune_nb.options.METHODS`
+    method: str = 'wanda-row'   # one of `gaprune_nb.options.METHODS` ('gaprune' is an alias of the default 'wanda-row')
     sparsity: float = 0.5       # share of scored (MLP) weights set to zero (implied by an N:M scope)
     scope: str|None = None      # mask scope: 'global', 'layer', 'matrix', 'row' or 'N:M' such as '2:4' (sets the sparsity); None: the method's
     n_calib: int = 256          # k-means-selected triplets per domain (general and target)
@@ -324,15 +357,14 @@ class RunConfig(ModelConfig):
     temperature: float = 0.05   # statistics: InfoNCE temperature (sentence-transformers' default scale 20)
     balance: bool = True        # calibration pool: equal share from each triplet file (else ~76% SNLI on the general side)
     update: str|None = None     # 'obs': prune with the OBS weight update of the kept weights (SparseGPT's sweep)
-    score: ScoreConfig = field(default_factory=ScoreConfig)  # DAI / OBD settings
+    score: DAIConfig|OBDConfig|None = None  # the method's own settings (`Method.config`; None: its defaults), see `method_config`
 
     def __post_init__(self):
         m = method(self.method)
         super().__post_init__()
         if self.scope is None: self.scope = m.scope
-        if isinstance(self.score, dict):  # from JSON: lists back to tuples
-            self.score = ScoreConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.score.items()})
-        if self.update not in (None, 'obs'): raise ValueError(f"update must be None or 'obs', not {self.update!r}")
+        self.score = method_config(self.method, self.score)  # a dict from JSON (an old run's 16 fields too): the family's config
+        if self.update not in (None, *UPDATES): raise ValueError(f"update must be None or 'obs', not {self.update!r}")
         if not self.temperature > 0: raise ValueError(f"temperature must be > 0, not {self.temperature!r}")
         nm = check_scope(self.scope, None if ':' in str(self.scope) else self.sparsity)
         if nm is None: check_sparsity(self.sparsity)

@@ -174,5 +174,5 @@ def check_output_file(path:str|Path,         # The requested output file
     if r.is_dir(): raise OutputError(f"{flag} {path} is a folder; give a file name, e.g. {Path(path)/'report.json'}.")
     if r.exists() and not (ours and ours(r)):
         raise OutputError(f"{flag} {path} exists and was not written by gaprune_nb; refusing to replace it. Give a new file name.")
-    check_writable(r, flag, path)
+    check_writable(r, flag, path); clean_stale(r)  # a temporary an interrupted write of this file left: removed, named
     return r

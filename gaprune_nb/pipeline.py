@@ -19,12 +19,11 @@ from .fixtures import default_model
 from .dist import barrier, init_distributed, rank_world
 from .fisher import GradientStats, checkpoint_step, gradient_statistics
 from .stat_groups import grouped_statistics
-from .dai import importance
-from .sparsegpt import obs_prune
+from .methods import importance, prune_weights
 from .runs import load_calibration, open_work_dir, read_folders, recorded_model, run_report, save_calibration, save_run, work_dir
 from .memory import check_memory, disk_needed
 from .masks import apply_mask, make_mask, mask_difference
-from .options import STAT_FIELDS, check_scope, method, stat_fields, RunConfig
+from .options import STAT_FIELDS, method, stat_fields, RunConfig
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, checksum_problem, dataset_sha256, write_checksums
 from .store import atomic_dir, sha256_json, state_dict_sha256
 from .outputs import check_output, check_space
@@ -179,16 +178,15 @@ def select(scores:dict,    # From `score`: {name: tensor}, higher = keep
 
 # %% ../nbs/11_pipeline.ipynb #91d5f28a
 def apply(enc:Encoder,              # The model, changed in place
-          mask:dict|None,            # From `select`: {name: bool tensor}, True = keep; None for SparseGPT (its own mask)
-          cfg:RunConfig|None=None,   # With `update='obs'` or method 'sparsegpt': OBS update of the kept weights
+          mask:dict|None,            # From `select`: {name: bool tensor}, True = keep; None for a pruner method (SparseGPT: its own mask)
+          cfg:RunConfig|None=None,   # The run's method, sparsity, scope and `update` (None: the mask only)
           calib:dict|None=None       # From `calibrate`: the domain side feeds the OBS Hessians
          ) -> dict:
-    "Stage 5: zero the pruned weights of `enc` in place (with the OBS update if `cfg` asks); returns the mask applied."
-    if cfg is None or not (cfg.update == 'obs' or method(cfg.method).update):
+    "Stage 5: zero the pruned weights of `enc` in place (with the weight update of a pruner or of `update='obs'`, see `methods.prune_weights`); returns the mask applied."
+    if cfg is None:
         apply_mask(enc, mask)
         return mask
-    nm = check_scope(cfg.scope, None if ':' in cfg.scope else cfg.sparsity)
-    return obs_prune(enc, calib[cfg.domain], cfg.sparsity, nm, masks=mask)
+    return prune_weights(enc, mask, cfg.method, cfg.sparsity, cfg.scope, (calib or {}).get(cfg.domain), cfg.update)
 
 # %% ../nbs/11_pipeline.ipynb #358e88ae
 def prune_run(cfg:RunConfig,                      # The run's settings
@@ -241,9 +239,9 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     if m.stats and stats is None:
         with stage(timings, 'gradient statistics', say):
             stats, resumed = statistics(enc, calib, cfg, work, cache is not None, checkpoint_every, show_progress)
-    with stage(timings, 'scores and mask', say): mask = None if m.update else select(score(enc, cfg, stats, calib, lazy=True), cfg)
+    with stage(timings, 'scores and mask', say): mask = None if m.kind == 'pruner' else select(score(enc, cfg, stats, calib, lazy=True), cfg)
     mag = select(importance('magnitude', enc, lazy=True), cfg)  # on the dense weights
-    with stage(timings, 'prune' + (' with OBS update' if m.update or cfg.update else ''), say):
+    with stage(timings, 'prune' + (' with OBS update' if m.kind == 'pruner' or cfg.update else ''), say):
         mask = apply(enc, mask, cfg, calib)
     diff = mask_difference(mask, mag)
     report = run_report(cfg, model, enc, mask, calib, timings, diff, resumed, data.record if data else None)

@@ -15,7 +15,7 @@ from .sources import load_file
 from .fisher import GradientStats
 from .fixtures import minilm_path
 from .masks import save_mask, sparsity_report
-from .options import CANONICAL, IN_MEMORY, RunConfig
+from .options import IN_MEMORY, RunConfig, method
 from .outputs import check_output, run_folder
 from .stats_io import dataset_sha256
 from .store import to_json, write_json, write_text
@@ -96,7 +96,8 @@ def run_report(cfg:RunConfig,          # The run's settings
     zeros = sum(int((m.weight == 0).sum()) for m in lin.values())
     total = sum(m.weight.numel() for m in lin.values())
     layers = sparsity_report(mask, by='layer')
-    return dict(gaprune_nb=__version__, config=dict(asdict(cfg), model=model), encoder=enc.settings,
+    return dict(gaprune_nb=__version__, config=dict(asdict(cfg), model=model), method=method(cfg.method).name,  # the config's name as asked, this canonical (an alias resolved)
+                encoder=enc.settings,
                 calibration={k: dict(n=len(v), sha256=dataset_sha256(v)) for k, v in calib.items()},
                 scored_weights=total, zero_weights=zeros, sparsity=zeros/total,
                 differs_from_magnitude=magnitude_diff, per_layer=layers.to_dict('records'), resumed=resumed,
@@ -107,7 +108,8 @@ def report_markdown(report:dict # As returned by `prune_run`
                    ) -> str:
     "A short human-readable summary of a run's report."
     c = report['config']
-    lines = [f"# gaprune run: {c['method']} at {c['sparsity']:.0%} ({c['scope']}) for {c['domain']}", '',
+    name = c['method'] + (f" ({report['method']})" if report.get('method', c['method']) != c['method'] else '')  # an alias names its method
+    lines = [f"# gaprune run: {name} at {c['sparsity']:.0%} ({c['scope']}) for {c['domain']}", '',
              f"- model: `{c['model'] or 'all-MiniLM-L6-v2 (fixture)'}`, gaprune_nb {report['gaprune_nb']}",
              f"- scored MLP weights: {report['scored_weights']:,}; zero after pruning: {report['zero_weights']:,} "
              f"(sparsity {report['sparsity']:.4f})",

@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np, torch
 from torch import Tensor
 
-from .dai import activation_norms, check_stats, scorer, term_scale
+from .alignment import gradient_alignment
 from .masks import MaskError, PerMatrix
-from .options import ScoreConfig
+from .options import OBDConfig  # the OBD family's settings
+from .scoring import activation_norms, check_stats, scorer, term_scale  # what every method shares
 
 # %% auto #0
 __all__ = ['obd_scores', 'kfac_diagonal', 'percentile_ranks', 'balanced_scores', 'ria_scores']
@@ -121,12 +122,11 @@ def ria_scores(weights:dict,   # {name: weight (out, in)}
     return PerMatrix(weights, one)
 
 # %% ../nbs/05b_saliency.ipynb #5ad3d455
-def _obd(w, stats, cfg:ScoreConfig, which:str='mixed', denoise:bool=False):
+def _obd(w, stats, cfg:OBDConfig, which:str='mixed', denoise:bool=False):
     den = kfac_diagonal if denoise else (lambda d: d)
     fd, fg = (den(d) if d is not None else None for d in (stats.fisher_dom, stats.fisher_gen))
     s_g = None
     if cfg.align:
-        from gaprune_nb.alignment import gradient_alignment
         s_g = gradient_alignment(stats, method='cosine')
     first = dict(grad_dom=stats.grad_dom, grad_gen=stats.grad_gen) if cfg.first_order else {}
     if which == 'dom': return obd_scores(w, fd, None, 0.0, exponent=cfg.exponent, s_g=s_g, alpha=cfg.align, **first)
@@ -135,14 +135,14 @@ def _obd(w, stats, cfg:ScoreConfig, which:str='mixed', denoise:bool=False):
     return obd_scores(w, fd, fg, cfg.lam, exponent=cfg.exponent, s_g=s_g, alpha=cfg.align, **first)
 
 @scorer('obd')
-def _obd_mixed(w, stats=None, config=None, **_): return _obd(w, stats, config or ScoreConfig())
+def _obd_mixed(w, stats=None, config=None, **_): return _obd(w, stats, config or OBDConfig())
 
 @scorer('obd-kfac')
-def _obd_kfac(w, stats=None, config=None, **_): return _obd(w, stats, config or ScoreConfig(), denoise=True)
+def _obd_kfac(w, stats=None, config=None, **_): return _obd(w, stats, config or OBDConfig(), denoise=True)
 
 @scorer('balanced')
 def _balanced(w, stats=None, config=None, **_):
-    cfg = config or ScoreConfig()
+    cfg = config or OBDConfig()
     return balanced_scores(_obd(w, stats, cfg, 'dom'), _obd(w, stats, cfg, 'gen'))
 
 @scorer('ria')

@@ -55,7 +55,7 @@ def gate_scores(gates:NeuronGates # Trained gates
     return gates.values()
 
 def neuron_scores(model:nn.Module, # The model the scores belong to
-                  scores:dict      # {qualified linear name: tensor} of the MLP weights (e.g. `gaprune_nb.dai.importance`)
+                  scores:dict      # {qualified linear name: tensor} of the MLP weights (e.g. `gaprune_nb.methods.importance`)
                  ) -> dict:
     "{layer index: per-neuron sum of the weight scores over its up / gate rows and its down column}."
     out = {}

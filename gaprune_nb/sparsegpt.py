@@ -10,8 +10,8 @@ from tqdm.auto import tqdm
 
 from .core import Encoder, evaluating
 from .arch import find_layers
-from .dai import calib_batches
 from .dist import all_reduce_sum
+from .scoring import calib_batches, pruner
 
 # %% auto #0
 __all__ = ['input_hessians', 'obs_prune_matrix', 'obs_prune']
@@ -115,3 +115,6 @@ def obs_prune(encoder:Encoder,             # The model, pruned in place
                 lin.weight.data.copy_(Wn.to(lin.weight.dtype))
                 out[k] = keep.cpu()
     return out
+
+pruner('sparsegpt')(obs_prune)  # the method `sparsegpt`: `methods.prune_weights` calls it, and `update='obs'` after any scorer
+

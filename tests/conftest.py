@@ -1,10 +1,11 @@
 """Shared fixtures of the command-line tests: the real `gaprune` command as a subprocess, a tiny BERT model folder and a
 tiny data folder in the package's layout, and a file-tree snapshot (what a user would check with sha256sum and ls -l)."""
-import hashlib, json, os, subprocess, sys
+import contextlib, hashlib, io, json, os, subprocess, sys, traceback, warnings
 from pathlib import Path
 
 import pytest
 
+from gaprune_nb.cli import main
 from gaprune_nb.core import Encoder
 from gaprune_nb.fixtures import tiny_model
 
@@ -14,9 +15,30 @@ WORDS = ('revenue margin bond equity dividend cash asset yield loss profit debt 
          'acid ester ketone enzyme protein ligand reagent solvent polymer catalyst').split()
 
 
-def gaprune(*args, cwd=None, env=None):
-    return subprocess.run([sys.executable, '-c', 'from gaprune_nb.cli import main; main()', *map(str, args)],
-                          capture_output=True, text=True, env=env or ENV, cwd=cwd, timeout=900)
+def gaprune(*args, cwd=None, env=None, isolated=False):
+    """The `gaprune` command on `args`, as a `CompletedProcess`: by default run by `main` in this process with its own
+    environment, working folder, stdout, stderr and exit code (torch and transformers are imported once per test worker,
+    not once per call: ~10 s each); `isolated` runs it as a new process (what needs a process of its own: imports, signals)."""
+    args = [str(a) for a in args]
+    if isolated:
+        return subprocess.run([sys.executable, '-c', 'from gaprune_nb.cli import main; main()', *args],
+                              capture_output=True, text=True, env=env or ENV, cwd=cwd, timeout=900)
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    os.environ.clear(); os.environ.update(env or ENV)
+    try:
+        if cwd: os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.simplefilter('default')  # a new filter list: each call shows its warnings, as a new process would
+            try: main(args)
+            except SystemExit as e:  # what the interpreter does with sys.exit(...) at the end of a process
+                if isinstance(e.code, int) or e.code is None: code = e.code or 0
+                else: print(e.code, file=sys.stderr); code = 1
+            except BaseException:
+                traceback.print_exc(); code = 1
+    finally:
+        os.chdir(saved_cwd); os.environ.clear(); os.environ.update(saved_env)
+    return subprocess.CompletedProcess(['gaprune', *args], code, out.getvalue(), err.getvalue())
 
 
 def tree(d: Path) -> dict:

@@ -56,7 +56,7 @@ def test_overwrite_replaces_a_previous_run_only(tmp_path, bert, data):
 def test_kill_and_rerun_resumes_with_identical_mask(tmp_path):
     data = os.environ.get('GAPRUNE_DATA') or str(Path(__file__).resolve().parents[2] / 'shared' / 'data')
     if not Path(data, 'triplets').is_dir(): pytest.skip('real data folder not found (set GAPRUNE_DATA)')
-    args = lambda out: ('prune', '--method', 'fisher-dom', '--n-calib', 32, '--pool', 200, '--batch-size', 1,
+    args = lambda out: ('prune', '--method', 'fisher-dom', '--n-calib', 12, '--pool', 48, '--batch-size', 1,
                         '--checkpoint-every', 1, '--data', data, '--out', out)
     out = tmp_path / 'run'
     ckpt_manifests = lambda: list((tmp_path / 'run.partial').glob('statistics-*/checkpoint/manifest.json'))
@@ -79,7 +79,7 @@ def test_kill_and_rerun_resumes_with_identical_mask(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads((out / 'gaprune_report.json').read_text())
     done = int(report['resumed']['statistics'].split('resumed from step ')[1].split()[0])
-    assert done >= 3 and 'resumed from step' in r.stderr and 'of 32' in report['resumed']['statistics']
+    assert done >= 3 and 'resumed from step' in r.stderr and 'of 12' in report['resumed']['statistics']
     assert not (tmp_path / 'run.partial').exists()
     r2 = gaprune(*args(tmp_path / 'straight'))
     assert r2.returncode == 0, r2.stderr[-2000:]

@@ -1,24 +1,23 @@
-"The `gaprune` console script, run as users run it: a subprocess with arguments."
-import argparse, json, os, subprocess, sys
+"The `gaprune` console script, run as users run it: `main` with the arguments, its own environment, output and exit code (conftest)."
+import argparse, json, os
 from dataclasses import fields
 import numpy as np, pytest, torch
 from sentence_transformers import SentenceTransformer
 from transformers import AutoModel
 
+from conftest import gaprune as _gaprune
 from gaprune_nb.cli import _config, _from_args, build_parser, main
 from gaprune_nb.core import Encoder
 from gaprune_nb.arch import mlp_linears
 from gaprune_nb.fixtures import default_model
-from gaprune_nb.options import ScoreConfig, SlimConfig
+from gaprune_nb.options import DAIConfig, OBDConfig, SlimConfig
 from gaprune_nb.pipeline import RunConfig, prune_run
 
 ENV = {**os.environ, 'OMP_NUM_THREADS': '1', 'HF_HUB_OFFLINE': '1'}
 TEXTS = ['What was the operating margin in 2022?', 'Revenue grew 8% year over year.', 'Net income fell.']
 
 
-def gaprune(*args):
-    return subprocess.run([sys.executable, '-c', 'from gaprune_nb.cli import main; main()', *args],
-                          capture_output=True, text=True, env=ENV, timeout=900)
+def gaprune(*args): return _gaprune(*args, env=ENV)  # with the data folder of $GAPRUNE_DATA
 
 
 def test_bad_arguments_exit_with_usage():
@@ -35,10 +34,10 @@ def flags(cmd) -> dict:
     return {a.dest: a for a in sub._actions}
 
 
-@pytest.mark.parametrize('cmd,cls', [('prune', RunConfig), ('prune', ScoreConfig), ('run', RunConfig), ('run', ScoreConfig),
+@pytest.mark.parametrize('cmd,cls', [('prune', RunConfig), ('prune', DAIConfig), ('prune', OBDConfig), ('run', RunConfig), ('run', DAIConfig), ('run', OBDConfig),
                                      ('slim', SlimConfig)])
 def test_every_config_field_is_a_flag_with_the_fields_default(cmd, cls):
-    "A field without a flag, or a flag whose default is not the field's, fails here (`RunConfig.score` is ScoreConfig's flags)."
+    "A field without a flag, or a flag whose default is not the field's, fails here (`RunConfig.score` is the flags of each method family's settings)."
     have = flags(cmd)
     for f in fields(cls):
         if f.name == 'score': continue
@@ -48,6 +47,21 @@ def test_every_config_field_is_a_flag_with_the_fields_default(cmd, cls):
         assert not have[f.name].help.startswith(' (default'), (cmd, f.name)  # its comment, inherited ones too (`ModelConfig`)
 
 
+def test_prune_help_lists_the_common_flags_and_each_method_its_own(capsys):
+    """`gaprune prune --help`: a handful of flags and the methods (the default's alias said); `--method obd-kfac --help`
+    adds that family's settings only; `--help-all` every flag. Every flag still parses whatever the help lists."""
+    def shown(*argv):
+        with pytest.raises(SystemExit): main(list(argv))
+        return capsys.readouterr().out
+    brief, obd, full = shown('prune', '--help'), shown('prune', '--method', 'obd-kfac', '--help'), shown('run', '--help-all')
+    assert "'gaprune' is an alias of 'wanda-row', the default" in brief and 'wanda-row' in brief and 'alias gaprune' in brief
+    assert all(m in brief for m in ('obd-kfac', 'sparsegpt', 'gaprune-paper')) and '--lam' not in brief and '--n-calib' not in brief
+    assert sum(l.lstrip().startswith('--') for l in brief.splitlines()) <= 14  # a handful
+    assert 'settings of obd, obd-kfac, balanced' in obd and '--lam' in obd and '--first-order' in obd and '--alpha' not in obd
+    assert all(f in full for f in ('--alpha', '--lam', '--n-calib', '--stats-groups', '--checkpoint-every', '--general'))
+    assert _config(build_parser(None).parse_args(['prune', '--out', 'x', '--n-calib', '4', '--pool', '9'])).n_calib == 4
+
+
 def test_no_options_give_the_default_config_and_flags_reach_it():
     """`prune` / `run` with only --out make `RunConfig()`, `slim` `SlimConfig()`: the CLI sets no field itself. Flags reach
     their fields; `--pool 0` and `none` mean None (all triplets), as RunConfig reads them."""
@@ -55,9 +69,13 @@ def test_no_options_give_the_default_config_and_flags_reach_it():
     for cmd in ('prune', 'run'): assert _config(parse([cmd, '--out', 'x'])) == RunConfig()
     assert _from_args(SlimConfig, parse(['slim', '--out', 'x'])) == SlimConfig()
     cfg = _config(parse(['prune', '--out', 'x', '--pool', '0', '--max-length', 'none', '--no-balance', '--temperature', '0.1',
-                         '--update', 'obs', '--pooling', 'last', '--seed', '3', '--beta', '0', '--clamp', '0.8,1.2']))
+                         '--update', 'obs', '--pooling', 'last', '--seed', '3', '--method', 'gaprune-paper', '--beta', '0', '--clamp', '0.8,1.2']))
     assert (cfg.pool, cfg.max_length, cfg.balance, cfg.temperature, cfg.update, cfg.pooling, cfg.seed) == (None, None, False, 0.1, 'obs', 'last', 3)
-    assert cfg.score == ScoreConfig(beta=0.0, clamp=(0.8, 1.2))
+    assert cfg.score == DAIConfig(beta=0.0, clamp=(0.8, 1.2))
+    assert _config(parse(['prune', '--out', 'x', '--method', 'obd-kfac', '--lam', '0.5'])).score == OBDConfig(lam=0.5)
+    for args, msg in ((['--beta', '0'], "--beta is a setting of gaprune-paper, not of method 'wanda-row' (it has none)"),
+                      (['--method', 'obd', '--alpha', '0'], "--alpha is a setting of gaprune-paper, not of method 'obd' (its settings: --lam")):
+        with pytest.raises(ValueError, match=msg.replace('(', r'\(').replace(')', r'\)')): _config(parse(['prune', '--out', 'x', *args]))
     assert _config(parse(['prune', '--out', 'x', '--pool', 'none'])).pool is None
     for cmd in ('prune', 'run'):  # the load settings too: device and dtype reach RunConfig (and so `load_kwargs`)
         c = _config(parse([cmd, '--out', 'x', '--device', 'cpu', '--dtype', 'float32']))
@@ -154,23 +172,23 @@ def prune_ok(out, *args) -> RunConfig:
 
 
 def test_score_settings_are_flags_recorded_in_the_report_and_reproduce_the_mask(tmp_path):
-    "Every ScoreConfig field is a flag of `gaprune prune`; the run records it and RunConfig.from_run reproduces the mask."
+    "The DAI's settings are flags of `gaprune prune`; the run records its method's config and RunConfig.from_run reproduces the mask."
     from gaprune_nb.masks import load_mask
     out = tmp_path / 'run'
-    cfg = prune_ok(out, '--method', 'gaprune', '--beta', '0', '--normalize', 'rms', '--clamp', '0.8,1.2')
+    cfg = prune_ok(out, '--method', 'gaprune-paper', '--beta', '0', '--normalize', 'rms', '--clamp', '0.8,1.2', '--batch-size', '4', '--max-length', '64')
     score = json.loads((out / 'gaprune_report.json').read_text())['config']['score']
-    assert score['beta'] == 0 and score['normalize'] == 'rms' and score['clamp'] == [0.8, 1.2]
+    assert score['beta'] == 0 and score['normalize'] == 'rms' and score['clamp'] == [0.8, 1.2] and set(score) == {f.name for f in fields(DAIConfig)}
     assert cfg.score.beta == 0 and cfg.score.clamp == (0.8, 1.2)
     _, mask, _ = prune_run(cfg, show_progress=False)
     saved = load_mask(out / 'mask.safetensors')
     assert mask.keys() == saved.keys() and all(torch.equal(mask[k], saved[k]) for k in mask)
 
 
-def test_recompute_is_a_flag_and_gives_the_same_statistics(tmp_path):
+def test_recompute_is_a_flag_and_gives_the_same_statistics(tmp_path, bert, data):
     "`--recompute N` (GradCache-style statistics, one pass of N texts held at a time): recorded, reproducible, same statistics."
     from gaprune_nb.fisher import GradientStats
     out = tmp_path / 'run'
-    cfg = prune_ok(out, '--method', 'obd-kfac', '--recompute', '2', '--max-length', '64')
+    cfg = prune_ok(out, '--model', bert, '--data', data, '--method', 'obd-kfac', '--recompute', '2', '--max-length', '64')
     assert cfg.recompute == 2
     cfg.recompute = 0
     prune_run(cfg, out=tmp_path / 'plain', show_progress=False)
@@ -183,12 +201,13 @@ def test_recompute_is_a_flag_and_gives_the_same_statistics(tmp_path):
     assert gaprune('prune', '--recompute', '-1', '--out', tmp_path / 'x').returncode == 2
 
 
-def test_stats_groups_give_the_same_statistics_and_mask(tmp_path):
+def test_stats_groups_give_the_same_statistics_and_mask(tmp_path, bert, data):
     "`--stats-groups K` (statistics of 1/K of the matrices per pass, kept on disk, read lazily): same statistics, same mask."
     from gaprune_nb.fisher import GradientStats
     from gaprune_nb.masks import load_mask
     out = tmp_path / 'run'
-    cfg = prune_ok(out, '--method', 'gaprune-paper', '--stats-groups', '3', '--batch-size', '4', '--max-length', '64')
+    tiny = ('--model', bert, '--data', data)  # a tiny BERT and data folder: the same code paths in seconds
+    cfg = prune_ok(out, *tiny, '--method', 'gaprune-paper', '--stats-groups', '3', '--batch-size', '4', '--max-length', '64')
     assert cfg.stats_groups == 3
     assert sorted(p.name for p in (out / 'stats').glob('*.safetensors')) == [f'stats-0000{i}-of-00003.safetensors' for i in (1, 2, 3)]
     assert not (tmp_path / 'run.partial').exists()
@@ -201,7 +220,7 @@ def test_stats_groups_give_the_same_statistics_and_mask(tmp_path):
     a, b = load_mask(out / 'mask.safetensors'), load_mask(tmp_path / 'plain' / 'mask.safetensors')
     assert all(torch.equal(a[k], b[k]) for k in b)
     # the sharded folder reused with --stats (read matrix by matrix): the same mask again
-    prune_ok(tmp_path / 'reused', '--method', 'gaprune-paper', '--batch-size', '4', '--max-length', '64', '--stats', out / 'stats')
+    prune_ok(tmp_path / 'reused', *tiny, '--method', 'gaprune-paper', '--batch-size', '4', '--max-length', '64', '--stats', out / 'stats')
     c = load_mask(tmp_path / 'reused' / 'mask.safetensors')
     assert all(torch.equal(c[k], b[k]) for k in b)
     with pytest.raises(ValueError, match='stats_groups'): RunConfig(stats_groups=0)

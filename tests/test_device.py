@@ -8,7 +8,7 @@ import gaprune_nb.saliency  # registers the OBD scorers
 from gaprune_nb.core import Encoder
 from gaprune_nb.arch import mlp_linears
 from gaprune_nb.data import load_triplets
-from gaprune_nb.dai import importance
+from gaprune_nb.methods import importance
 from gaprune_nb.fisher import STAT_FIELDS, gradient_statistics
 from gaprune_nb.fixtures import minilm_path, tiny_model
 from gaprune_nb.options import SlimConfig

@@ -109,7 +109,7 @@ def test_torchrun_prune(tmp_path):
 
 def _calib_worker(rank, world, port, out):
     import torch.distributed as dist
-    from gaprune_nb.dai import activation_norms
+    from gaprune_nb.scoring import activation_norms
     from gaprune_nb.sparsegpt import input_hessians
     from gaprune_nb.arch import mlp_linears
     torch.set_num_threads(1)
@@ -124,7 +124,7 @@ def _calib_worker(rank, world, port, out):
 
 def test_activation_norms_and_hessians_two_processes_equal_one(tmp_path):
     "Wanda's activation norms and SparseGPT's input Hessians, each process on its share of the batches: equal to one process."
-    from gaprune_nb.dai import activation_norms
+    from gaprune_nb.scoring import activation_norms
     from gaprune_nb.sparsegpt import input_hessians
     mp.spawn(_calib_worker, args=(2, _free_port(), str(tmp_path/'two.pt')), nprocs=2, join=True)
     two = torch.load(tmp_path/'two.pt')

@@ -177,10 +177,10 @@ def test_too_little_disk_space_is_refused_before_the_statistics(tmp_path, bert, 
 
 # 6. Ctrl-C in `gaprune run`'s evaluation: the message is true, and the same command then finishes the run
 
-def test_ctrl_c_in_evaluation_then_the_same_command_evaluates_the_saved_model(tmp_path):
+def test_ctrl_c_in_evaluation_then_the_same_command_evaluates_the_saved_model(tmp_path, bert):
     if not Path(REAL_DATA, 'triplets').is_dir(): pytest.skip('real data folder not found (set GAPRUNE_DATA)')
     out = tmp_path / 'run'
-    args = ['run', '--method', 'magnitude', '--data', REAL_DATA, '--limit', 'tiny', '--out', str(out)]
+    args = ['run', '--model', str(bert), '--method', 'magnitude', '--data', REAL_DATA, '--limit', 'tiny', '--out', str(out)]
     proc = subprocess.Popen([sys.executable, '-c', 'from gaprune_nb.cli import main; main()', *args],
                             env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -197,8 +197,7 @@ def test_ctrl_c_in_evaluation_then_the_same_command_evaluates_the_saved_model(tm
     assert 'interrupted in the evaluation' in last and 'rerun the same command to evaluate it' in last, last
     saved = full_tree(out)
     assert 'evaluation' not in json.loads((out / 'gaprune_report.json').read_text())
-    r = subprocess.run([sys.executable, '-c', 'from gaprune_nb.cli import main; main()', *args], capture_output=True,
-                       text=True, env=ENV, timeout=900)
+    r = gaprune(*args)
     assert r.returncode == 0, r.stderr[-2000:]
     assert 'not yet evaluated: evaluating it' in r.stderr and '== load model' not in r.stderr
     assert 'finance' in json.loads((out / 'gaprune_report.json').read_text())['evaluation']

@@ -1,10 +1,11 @@
 "LLM embedders end to end through the `gaprune` command, as users run it: a Gemma3 bidirectional embedder with a sentence-transformers head (Dense layers, prompts), Qwen2 / Qwen3 decoders with last-token pooling, and the real SmolLM2-135M decoder on the CI-sized suite."
-import json, subprocess, sys
+import json, os
 
 import pytest
 import torch
 from torch import nn
 
+from conftest import gaprune as _gaprune
 from gaprune_nb.core import Encoder
 from gaprune_nb.arch import mlp_linears
 from gaprune_nb.fixtures import FixtureMissing, smollm2_path, tiny_model
@@ -13,9 +14,7 @@ PROMPTS = {'query': 'task: search result | query: ', 'document': 'title: none | 
 TEXTS = ['a bond is a loan to an issuer', 'what is an ester?', 'net revenue rose 4% in 2023']
 
 
-def gaprune(*args):
-    return subprocess.run([sys.executable, '-c', 'from gaprune_nb.cli import main; main()', *map(str, args)],
-                          capture_output=True, text=True)
+def gaprune(*args): return _gaprune(*args, env=dict(os.environ))  # with the data folder of $GAPRUNE_DATA
 
 
 def st_folder(arch, path):

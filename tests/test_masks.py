@@ -1,4 +1,4 @@
-"Tests for `gaprune_nb.masks` (and the mask side of `gaprune_nb.dai`): exact top-k, scopes, apply, save/load, errors."
+"Tests for `gaprune_nb.masks` (and the mask side of `gaprune_nb.methods`): exact top-k, scopes, apply, save/load, errors."
 import os
 
 import pytest
@@ -8,7 +8,7 @@ import gaprune_nb.masks as M
 import gaprune_nb.store as S
 from gaprune_nb.core import Encoder
 from gaprune_nb.arch import mlp_linears
-from gaprune_nb.dai import importance
+from gaprune_nb.methods import importance
 from gaprune_nb.fixtures import tiny_model
 from gaprune_nb.masks import (MaskError, apply_mask, kth_largest, layer_of, load_mask, make_mask, mask_difference,
                               mask_metadata, save_mask, sparsity_report)

@@ -1,16 +1,17 @@
 "A run folder's saved settings alone reproduce it bit for bit: mask and weights, for each kind of method (issue 10)."
+import json
 from dataclasses import replace
 import pytest, torch
 from safetensors.torch import load_file
 from gaprune_nb.core import Encoder, write_model_files
 from gaprune_nb.fixtures import minilm_path, tiny_model
 from gaprune_nb.masks import load_mask
-from gaprune_nb.options import ScoreConfig
+from gaprune_nb.options import DAIConfig, OBDConfig
 from gaprune_nb.pipeline import RunConfig, prune_run
 
 CASES = {  # one method per kind of input: gradient statistics (two estimators, non-default score settings), activations + OBS update
-    'obd-kfac': dict(method='obd-kfac', score=ScoreConfig(lam=0.5)),
-    'gaprune-paper': dict(method='gaprune-paper', score=ScoreConfig(beta=0.5, normalize='rms')),
+    'obd-kfac': dict(method='obd-kfac', score=OBDConfig(lam=0.5)),
+    'gaprune-paper': dict(method='gaprune-paper', score=DAIConfig(beta=0.5, normalize='rms')),
     'wanda-row+obs': dict(method='wanda', scope='row', update='obs'),
 }
 
@@ -30,6 +31,29 @@ def test_saved_config_reproduces_the_run(tmp_path, case):
     mine = {k: v for k, v in enc.model.state_dict().items() if k in weights}
     assert len(mine) == len(weights) > 0 and all(torch.equal(mine[k], weights[k]) for k in mine)
     assert sum(int((~m).sum()) for m in mask.values()) > 0  # something was pruned
+
+
+OLD_SCORE = {**vars(DAIConfig()), **vars(OBDConfig())}  # what run folders saved before each family had its own config
+
+
+def test_an_old_run_folder_loads_and_reproduces(tmp_path):
+    """A run folder as written before `DAIConfig` / `OBDConfig`: its config's `score` is one 16-field dict (other families'
+    fields set too, as `--beta 0` with the default method recorded them) and its method may be `gaprune`. `from_run`
+    reads the method's family from it (the rest was never read) and the run again gives the saved mask bit for bit."""
+    cfg = RunConfig(method='gaprune', sparsity=0.4, n_calib=8, pool=200, batch_size=4, max_length=64, seed=3)
+    out = tmp_path/'run'
+    _, _, rep = prune_run(cfg, out=out, show_progress=False)
+    assert rep['config']['method'] == 'gaprune' and rep['method'] == 'wanda-row'  # as asked, and canonical
+    f = out/'gaprune_report.json'
+    saved = json.loads(f.read_text())
+    saved['config']['score'] = {**OLD_SCORE, 'beta': 0.0, 'lam': 0.5}  # the old form, with a setting of another family recorded
+    saved.pop('method')
+    f.write_text(json.dumps(saved))
+    again = RunConfig.from_run(out)
+    assert again == cfg
+    _, mask, _ = prune_run(again, show_progress=False)
+    old = load_mask(out/'mask.safetensors')
+    assert mask.keys() == old.keys() and all(torch.equal(mask[k], old[k]) for k in mask)
 
 
 def test_a_passed_encoder_is_recorded_and_reproduced(tmp_path):

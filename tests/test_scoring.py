@@ -10,11 +10,12 @@ from datasets import Dataset
 
 from gaprune_nb.core import Encoder, evaluating
 from gaprune_nb.arch import mlp_linears
-from gaprune_nb.dai import SCORERS, activation_norms, importance
+from gaprune_nb.methods import importance
+from gaprune_nb.scoring import PRUNERS, SCORERS, activation_norms
 from gaprune_nb.fisher import gradient_statistics
 from gaprune_nb.fixtures import tiny_model
 from gaprune_nb.masks import make_mask
-from gaprune_nb.options import METHODS, REGISTRY, ScoreConfig, method, stat_fields
+from gaprune_nb.options import LEGACY_SCORE_FIELDS, METHODS, REGISTRY, DAIConfig, OBDConfig, method, method_config, stat_fields
 from gaprune_nb.pipeline import RunConfig, apply, score, select
 
 T = ["what is a bond", "define the equity risk premium of a small company", "how are dividends taxed", "ebitda",
@@ -38,7 +39,7 @@ def setup():
 def _mask(enc, stats, name, scope=None):  # None: the method's own scope
     cfg = RunConfig(method=name, scope=scope, sparsity=0.5, seed=3)
     e = copy.deepcopy(enc)
-    m = None if method(name).update else select(score(e, cfg, stats, {'finance': DOM}), cfg)
+    m = None if method(name).kind == 'pruner' else select(score(e, cfg, stats, {'finance': DOM}), cfg)
     return apply(e, m, cfg, {'finance': DOM}), e
 
 
@@ -57,10 +58,10 @@ def test_same_seed_same_mask(setup, name):
 
 
 def test_registry_is_complete():
-    "Each method has a scorer once its module is imported, or is a pruner with its own update (SparseGPT)."
-    import gaprune_nb.saliency, gaprune_nb.sparsegpt  # noqa: F401
+    "Each method of the table is registered once (importing `methods` imports every scorer module): a scorer, or a pruner with its own update (SparseGPT)."
     for name, m in REGISTRY.items():
-        assert (name in SCORERS) != m.update, name
+        assert (name in SCORERS, name in PRUNERS) == (m.kind == 'score', m.kind == 'pruner'), name
+    assert set(SCORERS) | set(PRUNERS) == set(REGISTRY) and method('gaprune') is REGISTRY['wanda-row']  # an alias is no second entry
 
 
 def test_obs_update_keeps_a_given_mask(setup):
@@ -91,6 +92,7 @@ OLD_STAT_FIELDS = {  # method: the fields it read with each of OLD_SCORES, recor
     'fisher-dom': ('fisher_dom',) * 11,
     'wanda': ('',) * 11,
     'gaprune': ('',) * 11,
+    'wanda-row': ('',) * 11,
     'gaprune-paper': ('fisher_gen fisher_dom cross sq_gen sq_dom', 'fisher_dom cross sq_gen sq_dom',
         'fisher_gen fisher_dom', 'fisher_dom', 'cross sq_gen sq_dom', 'fisher_gen fisher_dom grad_gen grad_dom',
         'grad_gen grad_dom sq_dom', 'fisher_gen fisher_dom cross sq_gen sq_dom',
@@ -115,11 +117,14 @@ OLD_STAT_FIELDS = {  # method: the fields it read with each of OLD_SCORES, recor
 
 
 def test_stat_fields_come_from_the_registry_unchanged():
-    "Each method's entry says what it reads (`Method.reads`, only with `stats`); `stat_fields` gives what the if-chain gave."
-    assert set(OLD_STAT_FIELDS) == set(REGISTRY)
-    for name, m in REGISTRY.items():
-        assert (m.reads is not None) == m.stats, name
-        assert [' '.join(stat_fields(name, ScoreConfig(**kw))) for kw in OLD_SCORES] == list(OLD_STAT_FIELDS[name]), name
+    """Each method's entry says what it reads (`Method.reads` or its config's `reads()`, only with `stats`); `stat_fields`
+    gives what the if-chain gave, for the settings as old runs saved them (one 16-field dict) and as the family's config."""
+    assert set(OLD_STAT_FIELDS) == set(METHODS)
+    old = lambda kw: {**{f: v for c in (DAIConfig(), OBDConfig()) for f, v in vars(c).items()}, **kw}  # an old run's `score`
+    assert set(old({})) == LEGACY_SCORE_FIELDS
+    for name in METHODS:
+        assert [' '.join(stat_fields(name, old(kw))) for kw in OLD_SCORES] == list(OLD_STAT_FIELDS[name]), name
+        assert [' '.join(stat_fields(name, method_config(name, old(kw)))) for kw in OLD_SCORES] == list(OLD_STAT_FIELDS[name]), name
 
 
 def test_sparsegpt_refuses_scopes_it_cannot_honour():
@@ -133,8 +138,8 @@ def test_sparsegpt_refuses_scopes_it_cannot_honour():
 
 
 def test_score_config_checks():
-    with pytest.raises(ValueError, match='lam >= 0'): ScoreConfig(lam=-1)
-    with pytest.raises(ValueError, match='align < 1'): ScoreConfig(align=1.0)
+    with pytest.raises(ValueError, match='lam >= 0'): OBDConfig(lam=-1)
+    with pytest.raises(ValueError, match='align < 1'): OBDConfig(align=1.0)
     with pytest.raises(ValueError, match="update must be None or 'obs'"): RunConfig(update='sgd')
     with pytest.raises(ValueError, match='chooses its mask'): importance('sparsegpt', Encoder(*tiny_model('bert')))
 
@@ -151,7 +156,7 @@ def test_cli_magnitude_with_obs_update(tmp_path):
     assert rep['config']['update'] == 'obs' and abs(rep['sparsity'] - 0.5) < 1e-6
 
 
-@pytest.mark.parametrize('name', [n for n, m in REGISTRY.items() if not m.update])
+@pytest.mark.parametrize('name', [n for n, m in REGISTRY.items() if m.kind == 'score'])
 def test_lazy_scores_same_mask(setup, name):
     "importance(lazy=True): a PerMatrix exactly for the `per_matrix` methods, the same scores and the same masks as eager."
     from gaprune_nb.masks import PerMatrix
@@ -249,11 +254,11 @@ def test_obd_exponent_and_first_order(setup, exponent, first_order):
     w, lam = _weights(enc), 0.5
     mean = lambda d: torch.cat([d[k].double().flatten() for k in w]).mean()
     md, mg = mean(stats.fisher_dom), mean(stats.fisher_gen)
-    got = importance('obd', enc, stats=stats, config=ScoreConfig(lam=lam, exponent=exponent, first_order=first_order))
+    got = importance('obd', enc, stats=stats, config=OBDConfig(lam=lam, exponent=exponent, first_order=first_order))
     for k in w:
         want = 0.5 * w[k].abs() ** exponent * (stats.fisher_dom[k].double() / md + lam * stats.fisher_gen[k].double() / mg)
         if first_order: want = want - w[k] * (stats.grad_dom[k].double() / md.sqrt() + lam * stats.grad_gen[k].double() / mg.sqrt())
         torch.testing.assert_close(got[k].double(), want, rtol=1e-5, atol=1e-6 * float(want.abs().max()))  # fp32 scores; the − θg term cancels digits
     if first_order:  # the term is not negligible here: it moves the scores
-        plain = importance('obd', enc, stats=stats, config=ScoreConfig(lam=lam, exponent=exponent))
+        plain = importance('obd', enc, stats=stats, config=OBDConfig(lam=lam, exponent=exponent))
         assert any(not torch.allclose(got[k], plain[k], rtol=1e-3) for k in w)

@@ -37,6 +37,8 @@ def run(path: Path, slow: bool = False) -> float:
         if d.get("eval", "").lower() == "false": return True
         return bool(flags & d.keys())
 
+    for cell in nb.cells:   # execnb keeps a cell's old outputs when it prints nothing now: clear them first
+        if not skip(cell): cell.outputs = []
     shell = CaptureShell(path)
     t = time.time()
     cwd = os.getcwd()
