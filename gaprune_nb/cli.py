@@ -10,7 +10,7 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 from .dist import init_distributed, rank_world  # light too: torch.distributed is imported when a process group is joined
-from .jobs import demo, evaluate_model, parse_limit, run, slim_job  # light too: each job imports what it runs
+from .jobs import demo, evaluate_domain, evaluate_model, parse_limit, run, slim_job  # light too: each job imports what it runs
 from .options import ALIASES, DTYPES, METHODS, POOLINGS, REGISTRY, RunConfig, SlimConfig, check_device, check_domain, check_scope, check_sparsity, parse_columns  # light: no torch, so --help and bad arguments answer at once
 
 # %% auto #0
@@ -173,6 +173,13 @@ def build_parser(show=True # What `prune --help` / `run --help` list: True every
     e.add_argument('--batch-size', type=_int_at_least(1), default=None, help="texts per forward pass (default: gaprune_nb.evaluation.evaluate's)")
     e.add_argument('--max-length', type=_int_at_least(1), default=None, help="the model's token limit (default: the model folder's, at most 512)")
     e.add_argument('--json', default=None, help='also write the report as JSON here')
+    u = e.add_argument_group("your domain's data (instead of --suite): its held-out rows, measured as run and slim measure them")
+    u.add_argument('--domain-data', **_DATA_FLAGS['domain_data']); u.add_argument('--columns', **_DATA_FLAGS['columns'])
+    u.add_argument('--holdout', type=_checked(float, 'holdout'), default=0.1, metavar='FRAC',
+                   help="share held out by the same split a run with --seed makes (default 0.1, a new domain's default; 0: every row, e.g. a test file)")
+    u.add_argument('--seed', type=_int_at_least(0), default=0, help="the split's seed: the run's (default 0)")
+    u.add_argument('--dense', default=None, metavar='MODEL', help='the dense model (folder or hub id): Δ vs dense with paired-bootstrap 95%% intervals; '
+                   'needed for texts-only data (agreement with dense)')
     s = sub.add_parser('slim', help='EffiR coarse-to-fine: drop MLP sub-layers, self-slim the rest, fine-tune; a smaller, faster model')
     _add_fields(s.add_argument_group('settings (gaprune_nb.options.SlimConfig; "none" unsets)'), SlimConfig, _DATA_FLAGS)
     s.add_argument('--eval', action=argparse.BooleanOptionalAction, default=True, help='then evaluate dense and slimmed on the domain suite')
@@ -235,6 +242,11 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
             if rank_world()[0] > 0: return
             print(report_markdown(rep), end='')
             print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in rep['seconds'].items())); print(f"saved: {args.out}")
+        elif args.cmd == 'eval' and args.domain_data:
+            from gaprune_nb.domain_eval import domain_table
+            res = evaluate_domain(args.model, args.domain_data, args.columns, args.holdout, args.seed, args.dense, args.data, args.json,
+                                  batch_size=args.batch_size or 32, max_length=args.max_length, **load)
+            print(domain_table(res).to_string())
         elif args.cmd == 'eval':
             from gaprune_nb.evaluation import table
             rep = evaluate_model(args.model, args.suite, args.limit, args.data, out=args.json,

@@ -15,7 +15,8 @@ from .options import SHAPES
 
 # %% auto #0
 __all__ = ['K', 'MIN_HELD', 'DomainEvalError', 'held_shape', 'RetrievalSet', 'retrieval_set', 'domain_texts', 'check_held',
-           'ranking_metrics', 'neighbour_overlap', 'token_record', 'domain_scores', 'domain_compare', 'domain_table']
+           'ranking_metrics', 'neighbour_overlap', 'token_record', 'domain_scores', 'domain_compare', 'domain_alone',
+           'domain_table']
 
 # %% ../nbs/09c_domain_eval.ipynb #a1e652c7
 K = 10         # cut-off of nDCG@10, MRR@10 and of the 10-nearest-neighbour overlap
@@ -195,10 +196,35 @@ def domain_compare(dense_enc,           # The dense `Encoder`
                 max_length=ml, dense_max_length=dense_enc.max_length, tokens=tokens, scale=scale,
                 bootstrap=dict(n=n, seed=seed), model=name, metrics=metrics)
 
-def domain_table(result:dict, # From `domain_compare`
+def domain_alone(model_enc,           # The model to score
+                 held,                # The held-out `datasets.Dataset` (canonical columns: query, positive[, negative])
+                 shape:str|None=None, # 'pairs' or 'triplets'; None: from the columns
+                 name:str='model',    # Its name in the result
+                 batch_size:int=32,   # Texts per forward pass
+                 n:int=2000,          # Bootstrap resamples
+                 seed:int=0,          # Seed of the resampling
+                 scale:float=100.     # Multiply scores by this
+                ) -> dict:
+    "Each retrieval metric of one model on the held-out data, with the bootstrap 95% interval of its mean (no dense model to compare with)."
+    shape = shape or held_shape(held)
+    if shape == 'texts': raise DomainEvalError("texts-only data are scored by agreement with the dense model: give the dense model too (gaprune eval --dense)")
+    b = domain_scores(model_enc, held, shape, batch_size=batch_size)
+    zero = {t: TaskScores(t, s.type, np.zeros_like(s.values)) for t, s in b.items()}  # Δ against 0 = the mean, resampled
+    ci = paired_bootstrap(b, zero, n=n, seed=seed, scale=scale).drop(index='Avg.')
+    rs = retrieval_set(held, shape)
+    return dict(shape=shape, items=len(rs.queries), corpus=len(rs.corpus), max_length=model_enc.max_length,
+                tokens={k: token_record(model_enc, v, k) for k, v in (('query', rs.queries), ('document', rs.corpus))},
+                scale=scale, bootstrap=dict(n=n, seed=seed), model=name,
+                metrics={t: {name: float(ci.loc[t, 'delta']), 'lo': float(ci.loc[t, 'lo']), 'hi': float(ci.loc[t, 'hi'])} for t in b})
+
+def domain_table(result:dict, # From `domain_compare` or `domain_alone`
                  digits:int=2  # Decimals of the scores
                 ) -> pd.DataFrame:
-    "One row per metric: dense, the model, and 'Δ [95% CI]'."
-    rows = {t: {'dense': round(m['dense'], digits), result['model']: round(m[result['model']], digits), 'Δ [95% CI]': fmt_delta(m)}
-            for t, m in result['metrics'].items()}
+    "One row per metric: dense, the model, and 'Δ [95% CI]' (`domain_alone`: the model and its '95% CI')."
+    name = result['model']
+    if all('dense' in m for m in result['metrics'].values()):
+        rows = {t: {'dense': round(m['dense'], digits), name: round(m[name], digits), 'Δ [95% CI]': fmt_delta(m)}
+                for t, m in result['metrics'].items()}
+    else: rows = {t: {name: round(m[name], digits), '95% CI': f"[{m['lo']:.{digits}f}, {m['hi']:.{digits}f}]"} for t, m in result['metrics'].items()}
     return pd.DataFrame(rows).T
+

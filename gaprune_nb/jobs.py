@@ -8,7 +8,7 @@ import os, sys, time
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['demo', 'parse_limit', 'evaluate_model', 'compare', 'run', 'slim_job', 'domain_suite']
+__all__ = ['demo', 'parse_limit', 'evaluate_model', 'held_out', 'compare', 'run', 'slim_job', 'domain_suite', 'evaluate_domain']
 
 # %% ../nbs/11c_jobs.ipynb #cd442336
 def demo(model:str|None=None, # Model folder or hub id (default: the all-MiniLM-L6-v2 fixture)
@@ -87,18 +87,26 @@ def evaluate_model(model,                 # A model folder, hub id or `Encoder` 
     if out: write_text(out, rep.to_json())
     return rep
 
-def _has_suite(domain:str, data, instead:str):
-    "Nothing if the data folder has an evaluation suite for `domain`; else a `ValueError` saying what to run instead (before any work)."
+def held_out(cfg # A `RunConfig` or `SlimConfig`
+            ):
+    "The rows of the run's domain data held out from calibration, statistics and training (`sources.run_data`): the user's domain suite; None if none are."
+    from gaprune_nb.sources import run_data
+    held = run_data(cfg, None, 'the evaluation', general=False).held
+    return None if held is None else held.data
+
+def _bundled_suite(domain:str, data, held, instead:str) -> bool:
+    "Whether the data folder has an evaluation suite for `domain`; a `ValueError` (before any work) if it has none and no rows are held out."
     from gaprune_nb.data import catalog
     cat = catalog(data)
-    if not ((cat.domain == domain) & (cat.kind != 'triplets')).any():
-        raise ValueError(f"domain {domain!r} has no evaluation suite in the data folder (evaluation on its held-out rows is not wired in yet): "
-                         f"use {instead}, then gaprune eval for the bundled suites")
+    if ((cat.domain == domain) & (cat.kind != 'triplets')).any(): return True
+    if held is None: raise ValueError(f"domain {domain!r} has no evaluation suite in the data folder and no rows held out to make one: "
+                                      f"set --holdout (e.g. 0.1), or use {instead}")
+    return False
 
 def compare(dense,                 # The dense `Encoder`
             model,                 # The compressed `Encoder`
             name:str,              # Its row name in the tables
-            domain:str,            # The domain suite
+            domain:str|None,       # The bundled domain suite (None: none, e.g. a domain only the user's data describe)
             general:bool=False,    # Also the general suite
             limit=None,            # Evaluation subsample: 'tiny', N queries per task, or None (full suites)
             data:str|None=None,    # Data folder (default: $GAPRUNE_DATA)
@@ -111,7 +119,7 @@ def compare(dense,                 # The dense `Encoder`
     from gaprune_nb.evaluation import table, delta_pct
     from gaprune_nb.pipeline import stage
     ev, timings = {}, {} if timings is None else timings
-    for s in [domain] + (['general'] if general else []):
+    for s in ([domain] if domain else []) + (['general'] if general else []):
         with stage(timings, f'evaluate dense and {name} on the {s} {"dev " if dev else ""}suite', show_progress):
             if dev: tab, ci = _dev_compare(dense, model, name, s, data)
             else: tab, ci = table({'dense': evaluate_model(dense, s, limit, data, show_progress), name: evaluate_model(model, s, limit, data, show_progress)}), None
@@ -157,7 +165,7 @@ def run(cfg,                        # A `RunConfig`
         cache=None,                 # Statistics checkpoints and finished statistics (see `prune_run`)
         checkpoint_every:int=20,    # Statistics steps between checkpoints
         dev:bool=False,             # Evaluate on the dev suites: Δ with its paired-bootstrap 95% interval (see `compare`)
-        domain_held=None            # The user's held-out `datasets.Dataset`: also its domain suite (see `compare`)
+        domain_held=None            # The user's held-out `datasets.Dataset`: its domain suite (see `compare`); None: the run's own held-out rows (`held_out`)
        ) -> dict:
     "The main job: prune, evaluate dense and pruned, report Δ% and timings (the scores also go into the run folder)."
     from gaprune_nb.core import Encoder
@@ -166,10 +174,12 @@ def run(cfg,                        # A `RunConfig`
     from gaprune_nb.runs import write_report
     from gaprune_nb.fixtures import default_model
     t0 = time.perf_counter()
-    limit = _as_limit(limit); data_root(cfg.data); _has_suite(cfg.domain, cfg.data, 'gaprune prune')  # checked before the pruning starts
-    if domain_held is not None:
+    limit = _as_limit(limit); data_root(cfg.data)
+    held = held_out(cfg) if domain_held is None else domain_held       # checked before the pruning starts:
+    bundled = _bundled_suite(cfg.domain, cfg.data, held, 'gaprune prune')  # something to evaluate on,
+    if held is not None:
         from gaprune_nb.domain_eval import check_held
-        check_held(domain_held)  # a held-out split too small to measure: refused before the pruning
+        check_held(held)                                                # and enough held-out rows to measure
     if not overwrite and (report := _unevaluated(out, cfg)):  # an earlier run of these settings stopped in its evaluation
         if show_progress: print(f"== {out} holds the pruned model of these settings, not yet evaluated: evaluating it", file=sys.stderr)
         pruned, report['seconds'] = Encoder.from_pretrained(out, **load_kwargs(cfg)), {}
@@ -177,7 +187,7 @@ def run(cfg,                        # A `RunConfig`
                                            checkpoint_every=checkpoint_every)
     if _rank() > 0: return report  # under torchrun / accelerate the first process evaluates and reports
     dense = Encoder.from_pretrained(default_model(cfg.model), **load_kwargs(cfg))
-    try: report['evaluation'] = compare(dense, pruned, cfg.method, cfg.domain, general, limit, cfg.data, report['seconds'], show_progress, dev, domain_held)
+    try: report['evaluation'] = compare(dense, pruned, cfg.method, cfg.domain if bundled else None, general, limit, cfg.data, report['seconds'], show_progress, dev, held)
     except KeyboardInterrupt:
         raise KeyboardInterrupt(f"interrupted in the evaluation; the pruned model in {out} is complete: rerun the same command to evaluate it") from None
     report['seconds']['total'] = round(time.perf_counter() - t0, 2)
@@ -197,7 +207,7 @@ def slim_job(cfg,                   # A `SlimConfig`
              show_progress:bool=True, # Stage headings, times and progress bars (stderr)
              overwrite:bool=False,  # Replace a previous slim run in `out` (see `slim_run`)
              dev:bool=False,        # Evaluate on the dev suites: Δ with its paired-bootstrap 95% interval (see `compare`)
-             domain_held=None       # The user's held-out `datasets.Dataset`: also its domain suite (see `compare`)
+             domain_held=None       # The user's held-out `datasets.Dataset`: its domain suite (see `compare`); None: the run's own held-out rows (`held_out`)
             ) -> dict:
     "`gaprune slim`: coarse-to-fine slimming (`slim_run`), saved; then dense and slimmed evaluated, the scores added to `slim_report.json`."
     from gaprune_nb.core import Encoder, model_source
@@ -208,16 +218,17 @@ def slim_job(cfg,                   # A `SlimConfig`
     from gaprune_nb.store import write_json
     t0 = time.perf_counter()
     limit = _as_limit(limit); data_root(cfg.data)  # checked before the slimming starts
-    if evaluate: _has_suite(cfg.domain, cfg.data, 'gaprune slim --no-eval')
-    if domain_held is not None:
+    held = (held_out(cfg) if domain_held is None else domain_held) if evaluate else None
+    bundled = evaluate and _bundled_suite(cfg.domain, cfg.data, held, 'gaprune slim --no-eval')
+    if held is not None:
         from gaprune_nb.domain_eval import check_held
-        check_held(domain_held)  # a held-out split too small to measure: refused before the slimming
+        check_held(held)  # a held-out split too small to measure: refused before the slimming
     slimmed, rep = slim_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite)
     print(f"parameters kept: {rep['params_kept']:.1%} (MLP {rep['mlp_params_kept']:.1%}); dropped MLPs: "
           f"{rep['dropped']['mlp'] or 'none'}; MLP widths: {rep['widths']}")
     if evaluate:
         dense = Encoder.from_pretrained(model_source(default_model(cfg.model)), **load_kwargs(cfg), max_length=cfg.max_length)  # as `slim_run` loads it
-        try: rep['evaluation'] = compare(dense, slimmed, 'slimmed', cfg.domain, general, limit, cfg.data, rep['seconds'], show_progress, dev, domain_held)
+        try: rep['evaluation'] = compare(dense, slimmed, 'slimmed', cfg.domain if bundled else None, general, limit, cfg.data, rep['seconds'], show_progress, dev, held)
         except KeyboardInterrupt:
             raise KeyboardInterrupt(f"interrupted in the evaluation; the slimmed model in {out} is complete: evaluate it with gaprune eval --model {out}") from None
         write_json(Path(out)/'slim_report.json', {k: v for k, v in rep.items() if k != 'seconds'})
@@ -243,3 +254,49 @@ def domain_suite(dense,                 # The dense `Encoder`
           f"x100; token limit {res['max_length']}, {tok['truncated']} of {tok['texts']} documents longer)")
     print(domain_table(res).round(2).to_string())
     return res
+
+def _domain_report(f:Path) -> bool:
+    "Whether the existing file `f` is a report `gaprune eval --domain-data --json` wrote (which a new one may replace)."
+    import json
+    try: d = json.loads(f.read_text())
+    except (OSError, ValueError): return False
+    return isinstance(d, dict) and {'shape', 'metrics', 'model', 'data'} <= d.keys()
+
+def evaluate_domain(model,                  # The model: folder, hub id or `Encoder` (None: the MiniLM fixture)
+                    sources:list,           # The user's data (`--domain-data`): files, folders, globs or hub ids
+                    columns:dict|None=None, # {canonical column: theirs} when the names are not the usual ones
+                    holdout:float=0.1,      # Share held out by the split a run makes with the same seed (0: every row, e.g. a test file)
+                    seed:int=0,             # The split's seed (the run's `seed`)
+                    dense=None,             # The dense model (folder, hub id or `Encoder`): Δ with intervals; None: the model alone
+                    data:str|None=None,     # Data folder (never written into)
+                    out=None,               # Also write the result here as JSON (a new file, or a report this wrote)
+                    batch_size:int=32,      # Texts per forward pass
+                    show_progress:bool=True, # Stage heading (stderr)
+                    **load                  # `Encoder.from_pretrained` settings: pooling, dtype, device, max_length
+                   ) -> dict:
+    "`gaprune eval --domain-data`: a model on the held-out rows of the user's data, as `run` and `slim` measure it (`domain_compare`)."
+    from gaprune_nb.core import Encoder, model_source
+    from gaprune_nb.domain_eval import check_held, domain_alone, domain_compare
+    from gaprune_nb.fixtures import default_model
+    from gaprune_nb.outputs import check_output_file
+    from gaprune_nb.pipeline import stage
+    from gaprune_nb.runs import read_folders
+    from gaprune_nb.sources import holdout as split, load_domain
+    from gaprune_nb.store import write_json
+    dd = load_domain('domain', list(sources), columns, data)            # everything checked before a model loads
+    held = split(dd, holdout, seed)[1] if holdout else dd
+    shape = check_held(held.data)
+    if dense is None and shape == 'texts':
+        raise ValueError("texts-only data are scored by agreement with the dense model: give it with --dense (a folder or hub id)")
+    src = lambda m: None if isinstance(m, Encoder) else model_source(default_model(m))
+    if out: out = check_output_file(out, {**read_folders(data, src(model)), **{f'data file {r["path"]}': Path(r['path']).parent
+                                          for r in dd.sources if not str(r['path']).startswith('hf://')}}, ours=_domain_report)
+    enc = lambda m: m if isinstance(m, Encoder) else Encoder.from_pretrained(src(m), **load)
+    name = 'model' if isinstance(model, Encoder) else str(model)
+    with stage({}, f'evaluate {name} on the held-out rows of the domain data', show_progress):
+        res = (domain_compare(enc(dense), enc(model), held.data, shape, name=name, batch_size=batch_size) if dense is not None
+               else domain_alone(enc(model), held.data, shape, name=name, batch_size=batch_size))
+    res['data'] = dict(sources=dd.sources, holdout=dict(frac=holdout, seed=seed, rows=len(held)))
+    if out: write_json(out, res)
+    return res
+

@@ -174,3 +174,41 @@ def test_domain_names_and_columns_are_checked_as_arguments():
     assert r.returncode == 2 and "letters, digits, '-' and '_'" in r.stderr
     r = gaprune('prune', '--domain', 'legal', '--columns', 'question=q', '--out', 'x')
     assert r.returncode == 2 and 'unknown canonical column' in r.stderr
+
+
+METRICS = dict(texts={'cosine', '10-NN overlap'}, pairs={'nDCG@10', 'MRR@10'}, triplets={'nDCG@10', 'MRR@10'})
+
+
+@pytest.mark.parametrize('shape', ['texts', 'pairs', 'triplets'])
+def test_run_and_eval_measure_the_new_domain_on_its_held_out_rows(tmp_path, bert, data, legal, shape):
+    "`gaprune run` on a domain with no bundled suite reports its held-out rows with intervals; `gaprune eval --domain-data`"
+    " --dense measures the saved model the same way, number for number (the same split, the same two models)."
+    src = legal / FILES[shape]
+    r = gaprune('run', '--model', bert, '--data', data, '--domain', 'legal', '--domain-data', src, '--method', 'magnitude',
+                '--out', tmp_path / 'run')
+    assert r.returncode == 0, r.stderr[-3000:]
+    ev = json.loads((tmp_path / 'run' / 'gaprune_report.json').read_text())['evaluation']
+    assert set(ev) == {'domain_suite'}  # no bundled suite for 'legal', no general suite asked for
+    dom = ev['domain_suite']
+    held = holdout(load_domain('legal', [src]), 0.1, 0)[1]
+    assert set(dom['metrics']) == METRICS[shape] and dom['items'] == len(set(held.data[held.key]))
+    for m in dom['metrics'].values(): assert m['lo'] <= m['delta'] <= m['hi']
+    r = gaprune('eval', '--model', tmp_path / 'run', '--dense', bert, '--data', data, '--domain-data', src, '--json', tmp_path / 'e.json')
+    assert r.returncode == 0, r.stderr[-3000:]
+    again = json.loads((tmp_path / 'e.json').read_text())
+    assert again['metrics'].keys() == dom['metrics'].keys()
+    for t, m in dom['metrics'].items():
+        assert again['metrics'][t]['dense'] == pytest.approx(m['dense'], abs=1e-9) and again['metrics'][t]['delta'] == pytest.approx(m['delta'], abs=1e-9)
+    assert 'Δ [95% CI]' in r.stdout
+    alone = gaprune('eval', '--model', tmp_path / 'run', '--data', data, '--domain-data', src)
+    if shape == 'texts': assert '--dense' in one_line_error(alone)
+    else: assert alone.returncode == 0 and '95% CI' in alone.stdout, alone.stderr[-2000:]
+
+
+def test_slim_with_evaluation_on_texts_reports_agreement(tmp_path, bert, data, legal):
+    r = gaprune('slim', '--model', bert, '--data', data, '--domain', 'legal', '--domain-data', legal / FILES['texts'],
+                '--keep', 0.5, '--n-calib', 8, '--scorer', 'wanda', '--finetune', 'none', '--out', tmp_path / 'slim')
+    assert r.returncode == 0, r.stderr[-3000:]
+    dom = json.loads((tmp_path / 'slim' / 'slim_report.json').read_text())['evaluation']['domain_suite']
+    assert set(dom['metrics']) == METRICS['texts'] and dom['metrics']['cosine']['hi'] < 0  # half the neurons: every embedding moved
+    for m in dom['metrics'].values(): assert m['lo'] <= m['delta'] <= m['hi'] <= 0
