@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .dist import init_distributed, rank_world  # light too: torch.distributed is imported when a process group is joined
 from .jobs import demo, evaluate_model, parse_limit, run, slim_job  # light too: each job imports what it runs
-from .options import DOMAINS, DTYPES, METHODS, POOLINGS, REGISTRY, RunConfig, ScoreConfig, SlimConfig, check_device, check_scope, check_sparsity  # light: no torch, so --help and bad arguments answer at once
+from .options import DOMAINS, DTYPES, METHODS, POOLINGS, RECOVERIES, REGISTRY, RunConfig, ScoreConfig, SlimConfig, check_device, check_scope, check_sparsity  # light: no torch, so --help and bad arguments answer at once
 
 # %% auto #0
 __all__ = ['DEV_HELP', 'build_parser', 'main']
@@ -86,7 +86,7 @@ _RUN_FLAGS = dict(  # `RunConfig` fields whose flag needs more than its annotati
     recompute=dict(type=_int_at_least(0), metavar='N'), stats_groups=dict(type=_int_at_least(1), metavar='K'),
     temperature=dict(type=_checked(_positive, 'number > 0')),
     pooling=dict(choices=POOLINGS), dtype=dict(choices=DTYPES), device=dict(type=_checked(check_device, 'device')),
-    update=dict(choices=['obs']),
+    update=dict(choices=['obs']), recovery=dict(choices=RECOVERIES), retrain_steps=dict(type=_int_at_least(0), metavar='N'),
     score=None)  # `ScoreConfig`'s fields are flags of their own (`_add_score`)
 
 def _add_run(p, only:tuple|None=None):
@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument('--max-length', type=_int_at_least(1), default=None, help="the model's token limit (default: the model folder's, at most 512)")
     e.add_argument('--json', default=None, help='also write the report as JSON here')
     s = sub.add_parser('slim', help='EffiR coarse-to-fine: drop MLP sub-layers, self-slim the rest, fine-tune; a smaller, faster model')
-    _add_fields(s.add_argument_group('settings (gaprune_nb.options.SlimConfig; "none" unsets)'), SlimConfig)
+    _add_fields(s.add_argument_group('settings (gaprune_nb.options.SlimConfig; "none" unsets)'), SlimConfig, dict(recovery=dict(choices=RECOVERIES)))
     s.add_argument('--eval', action=argparse.BooleanOptionalAction, default=True, help='then evaluate dense and slimmed on the domain suite')
     s.add_argument('--general', action='store_true', help='also evaluate on the general suite')
     s.add_argument('--dev', action='store_true', help=DEV_HELP)

@@ -29,8 +29,8 @@ from .store import atomic_dir, sha256_json, state_dict_sha256
 from .outputs import check_output, check_space
 
 # %% auto #0
-__all__ = ['calibration_sets', 'calibrate', 'stage', 'load_kwargs', 'token_limit', 'statistics', 'score', 'select', 'apply',
-           'prune_run']
+__all__ = ['calibration_sets', 'calibrate', 'stage', 'load_kwargs', 'token_limit', 'statistics', 'recovery_texts',
+           'recovery_teacher', 'score', 'select', 'apply', 'prune_run']
 
 # %% ../nbs/11_pipeline.ipynb #fd0bd672
 def calibration_sets(encoder:Encoder,          # The model whose query embeddings k-means clusters
@@ -156,6 +156,32 @@ def statistics(enc:Encoder,                 # The model (its scored MLP weights 
     if ckpt and main: shutil.rmtree(ckpt, ignore_errors=True)
     return stats, (dict(statistics=f'resumed from step {step} of {total}') if step else {})
 
+# %% ../nbs/11_pipeline.ipynb #c0ffee02
+def recovery_texts(triplets,                # the domain's training triplets (query, positive, negative columns)
+                   n:int,                   # texts wanted in all
+                   general_share:float=0.5, # share of them from the general side
+                   seed:int=0,              # seeded choice
+                   data:str|Path|None=None  # data folder of the general triplets (default: $GAPRUNE_DATA)
+                  ) -> list[str]:
+    "Texts to distil on: the domain's from its training triplets, the general side's from the bundled general triplets."
+    dom = [t for c in ('query', 'positive', 'negative') for t in triplets[c]]
+    gen = domain_triplets('general', root=data).shuffle(seed=seed)
+    gen = gen.select(range(min(len(gen), n)))
+    return mix_texts(dom, list(gen['query']) + list(gen['positive']), n, general_share, seed)
+
+def recovery_teacher(enc:Encoder,             # the dense model (call before compressing it)
+                     triplets,                # the domain's training triplets
+                     steps:int,               # recovery steps (the teacher holds a batch of texts for each)
+                     rc:RetrainConfig,        # the recovery's settings (`loss`, `batch_size`, `distill_batch`, `general_texts`, `seed`)
+                     data:str|Path|None=None, # data folder (default: $GAPRUNE_DATA)
+                     show_progress:bool=False # progress bar while embedding
+                    ) -> Teacher|None:
+    "The dense model's embeddings of the recovery texts, for a distilling recovery; None for a contrastive one."
+    if rc.loss == 'contrastive' or not steps: return None
+    n = steps * (rc.distill_batch or 3 * rc.batch_size)
+    return teacher_targets(enc, recovery_texts(triplets, n, rc.general_texts, rc.seed, data), show_progress=show_progress)
+
+
 # %% ../nbs/11_pipeline.ipynb #2751a5fd
 def score(enc:Encoder,                  # The model whose weights are scored
           cfg:RunConfig,                 # The run's method (with `cfg.score` for GAPrune) and seed
@@ -186,6 +212,17 @@ def apply(enc:Encoder,              # The model, changed in place
     nm = check_scope(cfg.scope, None if ':' in cfg.scope else cfg.sparsity)
     return obs_prune(enc, calib[cfg.domain], cfg.sparsity, nm, masks=mask)
 
+# %% ../nbs/11_pipeline.ipynb #c0ffee03
+def _recovery(enc:Encoder, cfg:RunConfig, timings:dict, say:bool) -> tuple:
+    "(`RetrainConfig`, training triplets, teacher or None) of a run's recovery: LoRA with default settings on the domain's triplets."
+    rc = RetrainConfig(seed=cfg.seed + 1, loss=cfg.recovery, progress=say)
+    trip = domain_triplets(cfg.domain, root=cfg.data).shuffle(seed=cfg.seed)
+    train = trip.select(range(min(len(trip), rc.batch_size * cfg.retrain_steps)))
+    if cfg.recovery == 'contrastive': return rc, train, None
+    with stage(timings, f'teacher embeddings for the recovery ({cfg.recovery})', say), token_limit(enc, cfg.max_length):
+        return rc, train, recovery_teacher(enc, train, cfg.retrain_steps, rc, cfg.data, say)
+
+
 # %% ../nbs/11_pipeline.ipynb #358e88ae
 def prune_run(cfg:RunConfig,                      # The run's settings
               out:str|Path|None=None,             # Output folder (written atomically); None: keep in memory
@@ -201,7 +238,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     m, say = method(cfg.method), show_progress and rank_world()[0] == 0  # one process talks
     # every check before anything is loaded
     needs_calib = m.calib or cfg.update is not None   # the OBS update's Hessians come from the domain triplets
-    root = data_root(cfg.data) if needs_calib else None
+    root = data_root(cfg.data) if needs_calib or cfg.retrain_steps else None  # the recovery trains on the domain's triplets
     src = model_source(default_model(cfg.model)) if encoder is None else None
     model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)
     stats_path = stats if isinstance(stats, (str, Path)) else None
@@ -235,8 +272,12 @@ def prune_run(cfg:RunConfig,                      # The run's settings
             stats, resumed = statistics(enc, calib, cfg, work, cache is not None, checkpoint_every, show_progress)
     with stage(timings, 'scores and mask', say): mask = None if m.update else select(score(enc, cfg, stats, calib, lazy=True), cfg)
     mag = select(importance('magnitude', enc, lazy=True), cfg)  # on the dense weights
+    if cfg.retrain_steps: rc, train, teacher = _recovery(enc, cfg, timings, say)  # a teacher embeds with the model before pruning
     with stage(timings, 'prune' + (' with OBS update' if m.update or cfg.update else ''), say):
         mask = apply(enc, mask, cfg, calib)
+    if cfg.retrain_steps:
+        with stage(timings, f'recovery ({rc.method}, {cfg.recovery}, {cfg.retrain_steps} steps)', say), token_limit(enc, cfg.max_length):
+            enc = retrain(enc, train, cfg.retrain_steps, mask=mask, config=rc, inplace=True, teacher=teacher)
     diff = mask_difference(mask, mag)
     report = run_report(cfg, model, enc, mask, calib, timings, diff, resumed)
     if out is not None and rank_world()[0] == 0:  # one process writes

@@ -13,7 +13,7 @@ from .core import Encoder, model_source, seed_everything, write_model_files
 from .data import domain_triplets
 from .layer_drop import drop_plan, effir_importance
 from .options import SlimConfig, method
-from .pipeline import RunConfig, calibrate, load_kwargs, score, stage, statistics, token_limit
+from .pipeline import RunConfig, calibrate, load_kwargs, recovery_teacher, score, stage, statistics, token_limit
 from .runs import read_folders, recorded_model
 from .fixtures import default_model
 from .retraining import RetrainConfig, retrain
@@ -48,6 +48,11 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
         trip = domain_triplets(cfg.domain, root=cfg.data).shuffle(seed=cfg.seed)
         n_train = cfg.batch_size * max(cfg.gate_steps, cfg.finetune_steps, 1)
         train = trip.select(range(min(len(trip), n_train)))
+    rc = RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size, seed=cfg.seed + 1, progress=say, loss=cfg.recovery) if cfg.finetune != 'none' else None
+    teacher = None
+    if rc and cfg.finetune_steps and cfg.recovery != 'contrastive':  # the dense model's embeddings, before anything is removed
+        with stage(t, f'teacher embeddings for the recovery ({cfg.recovery})', say), token_limit(enc, cfg.train_max_length):
+            teacher = recovery_teacher(enc, train, cfg.finetune_steps, rc, cfg.data, say)
     if cfg.drop_mlp:
         with stage(t, f'coarse: drop {cfg.drop_mlp} MLP sub-layers', say):
             texts = [x for r in trip.select(range(min(len(trip), cfg.n_calib))) for x in (r['query'], r['positive'])]
@@ -66,10 +71,9 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
             scores = neuron_scores(enc, score(enc, rc, stats, calib))
     with stage(t, f'fine: keep {cfg.keep:.0%} of the MLP neurons', say):
         slim(enc, scores, cfg.keep, gates, fold=cfg.fold_gates)
-    if cfg.finetune != 'none' and cfg.finetune_steps:
-        with stage(t, f'fine-tune ({cfg.finetune}, {cfg.finetune_steps} steps)', say), token_limit(enc, cfg.train_max_length):
-            retrain(enc, train, cfg.finetune_steps, config=RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size,
-                                                                          seed=cfg.seed + 1, progress=say), inplace=True)
+    if rc and cfg.finetune_steps:
+        with stage(t, f'fine-tune ({cfg.finetune}, {cfg.recovery}, {cfg.finetune_steps} steps)', say), token_limit(enc, cfg.train_max_length):
+            retrain(enc, train, cfg.finetune_steps, config=rc, inplace=True, teacher=teacher)
     after = _params(enc)
     report = dict(config=asdict(cfg) | dict(model=model), params_before=before, params_after=after,
                   params_kept=after['total'] / before['total'], mlp_params_kept=after['mlp'] / before['mlp'],
