@@ -17,7 +17,7 @@ import torch
 
 from gaprune_nb.core import Encoder
 from gaprune_nb.data import data_root, domain_triplets
-from gaprune_nb.devsuite import TaskScores, dev_scores, dev_suite
+from gaprune_nb.devsuite import DevSpec, TaskScores, dev_scores, dev_suite
 from gaprune_nb.fixtures import minilm_path
 from gaprune_nb.masks import load_mask
 from gaprune_nb.options import RunConfig, SlimConfig
@@ -49,20 +49,24 @@ def load_cell(name) -> dict:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--seeds', type=int, nargs='+', default=[0, 1])
-    ap.add_argument('--steps', type=int, default=30)           # recovery steps (every recovery the same)
+    ap.add_argument('--steps', type=int, default=20)           # recovery steps (every recovery the same)
     ap.add_argument('--batch-size', type=int, default=16)      # triplets per step (distillation: 3x as many texts)
     ap.add_argument('--train-max-length', type=int, default=64) # token limit while training (evaluation: the model's)
-    ap.add_argument('--gate-steps', type=int, default=50)      # slim gate training steps
+    ap.add_argument('--gate-steps', type=int, default=30)      # slim gate training steps
     ap.add_argument('--work', default='/tmp/recovery_work')    # slimmed / pruned models kept between chunks
+    ap.add_argument('--queries', type=int, default=150)        # dev suites: retrieval queries (corpus 4x), classification / STS test items 400, train 1000
+    ap.add_argument('--n-calib', type=int, default=64)         # prune: calibration triplets per side (the default method's statistics)
+    ap.add_argument('--pool', type=int, default=1000)          # prune: k-means pool per side
     ap.add_argument('--only', default='')                      # regex on cell names
     ap.add_argument('--losses', nargs='+', default=['contrastive', 'distill', 'distill+contrastive'])
     a = ap.parse_args()
     torch.set_num_threads(1)
     OUT.mkdir(parents=True, exist_ok=True); work = Path(a.work); work.mkdir(parents=True, exist_ok=True)
     root, model = data_root(None), minilm_path()
-    tasks = {s: dev_suite(s, root) for s in SUITES}
+    spec = DevSpec(queries=a.queries, corpus=4 * a.queries, test=400, train=1000)
+    tasks = {s: dev_suite(s, root, spec) for s in SUITES}
     todo = lambda n: re.search(a.only, n) and not cell_path(n).exists()
-    common = dict(steps=a.steps, batch_size=a.batch_size, train_max_length=a.train_max_length, threads=torch.get_num_threads())
+    common = dict(steps=a.steps, batch_size=a.batch_size, train_max_length=a.train_max_length, threads=torch.get_num_threads(), dev_spec=spec.tag)
     if todo('dense'):
         save_cell('dense', Encoder.from_pretrained(model), tasks, **common)
     for seed in a.seeds:
@@ -89,7 +93,7 @@ def main():
                 save_cell(n, enc, tasks, **common, recovery=loss, seed=seed, seconds_train=round(time.perf_counter() - t, 1),
                           slim=asdict(scfg), retrain=asdict(rc), last_step=hist[-1], first_step=hist[0])
         # (b) prune 50% with the default method, then each recovery (LoRA, mask kept)
-        pcfg = RunConfig(model=str(model), domain='finance', sparsity=0.5, seed=seed)
+        pcfg = RunConfig(model=str(model), domain='finance', sparsity=0.5, seed=seed, n_calib=a.n_calib, pool=a.pool)
         pdir = work/f'prune-s{seed}'
         names = [f'prune-s{seed}-{l}' for l in a.losses if l != 'distill+contrastive']
         if any(todo(n) for n in names):

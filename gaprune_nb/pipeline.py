@@ -27,6 +27,7 @@ from .options import STAT_FIELDS, check_scope, method, stat_fields, RunConfig
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, checksum_problem, dataset_sha256, write_checksums
 from .store import atomic_dir, sha256_json, state_dict_sha256
 from .outputs import check_output, check_space
+from .retraining import RetrainConfig, Teacher, mix_texts, retrain, teacher_targets
 
 # %% auto #0
 __all__ = ['calibration_sets', 'calibrate', 'stage', 'load_kwargs', 'token_limit', 'statistics', 'recovery_texts',

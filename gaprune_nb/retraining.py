@@ -19,7 +19,8 @@ from .options import RECOVERIES
 
 # %% auto #0
 __all__ = ['METHODS', 'LORA_MASKS', 'LORA_ROLES', 'LOSSES', 'DISTILL_METRICS', 'RetrainConfig', 'lora_targets', 'merge_lora',
-           'Teacher', 'teacher_targets', 'distill_loss', 'mix_texts', 'retrain', 'evaluate_triplets']
+           'Teacher', 'teacher_targets', 'sentence_embeddings', 'distill_loss', 'mix_texts', 'retrain',
+           'evaluate_triplets']
 
 # %% ../nbs/08_retraining.ipynb #06575e57
 METHODS, LORA_MASKS, LORA_ROLES = ('lora', 'full', 'frozen'), ('delta', 'merge'), ('attn', 'mlp')
@@ -194,6 +195,13 @@ def teacher_targets(encoder:Encoder,        # the dense model, before it is comp
     return Teacher(texts, encoder.encode(texts, 'document', batch_size=batch_size, show_progress=show_progress,
                                          convert_to_numpy=False).float().cpu())
 
+def sentence_embeddings(encoder:Encoder,  # the student
+                        texts:list[str]    # texts (document instruction)
+                       ) -> Tensor:
+    "Differentiable sentence embeddings as the model's `SentenceTransformer` returns them (unit length when it normalises)."
+    e = encoder(texts, 'document')
+    return nn.functional.normalize(e, dim=-1) if encoder.normalize else e
+
 def distill_loss(student:Tensor,          # (batch, dim) student sentence embeddings (as the model outputs them)
                  teacher:Tensor,          # (batch, dim) the teacher's embeddings of the same texts
                  metric:str='mse'         # 'mse': sentence-transformers' `MSELoss`; 'cosine': mean 1 − cosine
@@ -258,7 +266,8 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
     grads = {p_: p_.requires_grad for p_ in enc.parameters()}
     batches = _batches(list(zip(p, n)), cfg.batch_size, steps, cfg.seed, cfg.no_duplicates) if contrastive else [None] * steps
     tbatches = _text_batches(len(teacher.texts), cfg.distill_batch or 3 * cfg.batch_size, steps, cfg.seed) if distill else [None] * steps
-    w = cfg.distill_weight if cfg.distill_weight is not None else (teacher.embeddings.shape[-1] if cfg.distill == 'mse' and contrastive else 1.)
+    w = (cfg.distill_weight if cfg.distill_weight is not None else  # weight of the distillation term
+         teacher.embeddings.shape[-1] if cfg.distill == 'mse' and contrastive else 1.) if distill else 0.
     seed_everything(cfg.seed)               # LoRA initialisation and dropout
     pm, was_training = None, enc.training
     try:
@@ -278,8 +287,7 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
                 de = enc([p[i] for i in idx] + [n[i] for i in idx], 'document')
                 parts['contrastive'] = info_nce(qe, de[:len(idx)], de[len(idx):], cfg.temperature, in_batch=cfg.in_batch)
             if distill:
-                se = enc([teacher.texts[i] for i in ti], 'document')
-                if enc.normalize: se = nn.functional.normalize(se, dim=-1)  # the embedding sentence-transformers returns
+                se = sentence_embeddings(enc, [teacher.texts[i] for i in ti])
                 parts['distill'] = distill_loss(se, teacher.embeddings[ti], cfg.distill)
             loss = parts.get('contrastive', 0.) + (w * parts['distill'] if distill else 0.)
             pen = extra.penalty() if extra is not None else None

@@ -48,11 +48,11 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
         trip = domain_triplets(cfg.domain, root=cfg.data).shuffle(seed=cfg.seed)
         n_train = cfg.batch_size * max(cfg.gate_steps, cfg.finetune_steps, 1)
         train = trip.select(range(min(len(trip), n_train)))
-    rc = RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size, seed=cfg.seed + 1, progress=say, loss=cfg.recovery) if cfg.finetune != 'none' else None
+    ft = RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size, seed=cfg.seed + 1, progress=say, loss=cfg.recovery) if cfg.finetune != 'none' else None
     teacher = None
-    if rc and cfg.finetune_steps and cfg.recovery != 'contrastive':  # the dense model's embeddings, before anything is removed
+    if ft and cfg.finetune_steps and cfg.recovery != 'contrastive':  # the dense model's embeddings, before anything is removed
         with stage(t, f'teacher embeddings for the recovery ({cfg.recovery})', say), token_limit(enc, cfg.train_max_length):
-            teacher = recovery_teacher(enc, train, cfg.finetune_steps, rc, cfg.data, say)
+            teacher = recovery_teacher(enc, train, cfg.finetune_steps, ft, cfg.data, say)
     if cfg.drop_mlp:
         with stage(t, f'coarse: drop {cfg.drop_mlp} MLP sub-layers', say):
             texts = [x for r in trip.select(range(min(len(trip), cfg.n_calib))) for x in (r['query'], r['positive'])]
@@ -71,9 +71,9 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
             scores = neuron_scores(enc, score(enc, rc, stats, calib))
     with stage(t, f'fine: keep {cfg.keep:.0%} of the MLP neurons', say):
         slim(enc, scores, cfg.keep, gates, fold=cfg.fold_gates)
-    if rc and cfg.finetune_steps:
+    if ft and cfg.finetune_steps:
         with stage(t, f'fine-tune ({cfg.finetune}, {cfg.recovery}, {cfg.finetune_steps} steps)', say), token_limit(enc, cfg.train_max_length):
-            retrain(enc, train, cfg.finetune_steps, config=rc, inplace=True, teacher=teacher)
+            retrain(enc, train, cfg.finetune_steps, config=ft, inplace=True, teacher=teacher)
     after = _params(enc)
     report = dict(config=asdict(cfg) | dict(model=model), params_before=before, params_after=after,
                   params_kept=after['total'] / before['total'], mlp_params_kept=after['mlp'] / before['mlp'],
