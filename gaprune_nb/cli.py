@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .dist import init_distributed, rank_world  # light too: torch.distributed is imported when a process group is joined
 from .jobs import demo, evaluate_domain, evaluate_model, parse_limit, run, slim_job  # light too: each job imports what it runs
-from .options import ALIASES, DTYPES, METHODS, POOLINGS, REGISTRY, RunConfig, SlimConfig, check_device, check_domain, check_scope, check_sparsity, parse_columns  # light: no torch, so --help and bad arguments answer at once
+from .options import ALIASES, DTYPES, METHODS, POOLINGS, RECOVERIES, REGISTRY, RunConfig, SlimConfig, check_device, check_domain, check_scope, check_sparsity, parse_columns  # light: no torch, so --help and bad arguments answer at once
 
 # %% auto #0
 __all__ = ['COMMON', 'DEV_HELP', 'build_parser', 'main']
@@ -102,7 +102,7 @@ _RUN_FLAGS = dict(  # `RunConfig` fields whose flag needs more than its annotati
     recompute=dict(type=_int_at_least(0), metavar='N'), stats_groups=dict(type=_int_at_least(1), metavar='K'),
     temperature=dict(type=_checked(_positive, 'number > 0')),
     pooling=dict(choices=POOLINGS), dtype=dict(choices=DTYPES), device=dict(type=_checked(check_device, 'device')),
-    update=dict(choices=['obs']),
+    update=dict(choices=['obs']), recovery=dict(choices=RECOVERIES), retrain_steps=dict(type=_int_at_least(0), metavar='N'),
     score=None)  # the method's settings are flags of their own, one group per family (`_add_settings`)
 
 def _add_run(p, only:tuple|None=None, shown=True):
@@ -181,7 +181,7 @@ def build_parser(show=True # What `prune --help` / `run --help` list: True every
     u.add_argument('--dense', default=None, metavar='MODEL', help='the dense model (folder or hub id): Δ vs dense with paired-bootstrap 95%% intervals; '
                    'needed for texts-only data (agreement with dense)')
     s = sub.add_parser('slim', help='EffiR coarse-to-fine: drop MLP sub-layers, self-slim the rest, fine-tune; a smaller, faster model')
-    _add_fields(s.add_argument_group('settings (gaprune_nb.options.SlimConfig; "none" unsets)'), SlimConfig, _DATA_FLAGS)
+    _add_fields(s.add_argument_group('settings (gaprune_nb.options.SlimConfig; "none" unsets)'), SlimConfig, _DATA_FLAGS | dict(recovery=dict(choices=RECOVERIES)))
     s.add_argument('--eval', action=argparse.BooleanOptionalAction, default=True, help='then evaluate dense and slimmed on the domain suite')
     s.add_argument('--general', action='store_true', help='also evaluate on the general suite')
     s.add_argument('--dev', action='store_true', help=DEV_HELP)

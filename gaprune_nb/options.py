@@ -13,9 +13,10 @@ from .store import sha256_file
 
 # %% auto #0
 __all__ = ['STAT_FIELDS', 'DTYPES', 'NORMALIZATIONS', 'ALIGNMENTS', 'SHAPES', 'REGISTRY', 'ALIASES', 'METHODS', 'UPDATES',
-           'SCOPES', 'POOLINGS', 'DOMAINS', 'CANONICAL', 'IN_MEMORY', 'LEGACY_SCORE_FIELDS', 'DAIConfig', 'OBDConfig',
-           'Method', 'method', 'check_sparsity', 'check_scope', 'check_device', 'check_domain', 'check_columns',
-           'parse_columns', 'verify_sources', 'ModelConfig', 'method_config', 'stat_fields', 'SlimConfig', 'RunConfig']
+           'SCOPES', 'POOLINGS', 'DOMAINS', 'CANONICAL', 'IN_MEMORY', 'LEGACY_SCORE_FIELDS', 'RECOVERIES', 'DAIConfig',
+           'OBDConfig', 'Method', 'method', 'check_sparsity', 'check_scope', 'check_device', 'check_domain',
+           'check_columns', 'parse_columns', 'verify_sources', 'ModelConfig', 'method_config', 'stat_fields',
+           'SlimConfig', 'RunConfig']
 
 # %% ../nbs/00a_options.ipynb #1c9f0710
 STAT_FIELDS = ('fisher_gen', 'fisher_dom', 'grad_gen', 'grad_dom', 'cross', 'sq_gen', 'sq_dom')  # of `fisher.GradientStats`
@@ -300,6 +301,11 @@ def stat_fields(name:str,    # A method of `REGISTRY` (or an alias)
     return tuple(f for f in STAT_FIELDS if f in got)
 
 # %% ../nbs/00a_options.ipynb #417351d3
+RECOVERIES = ('contrastive', 'distill', 'distill+contrastive')  # losses of the recovery after compression (`08_retraining`)
+
+def _check_recovery(cfg):
+    if cfg.recovery not in RECOVERIES: raise ValueError(f"recovery must be one of {RECOVERIES}, not {cfg.recovery!r}")
+
 @dataclass
 class SlimConfig(ModelConfig):
     "Everything that defines a coarse-to-fine slimming run (checked when it is made, before anything is loaded)."
@@ -313,6 +319,7 @@ class SlimConfig(ModelConfig):
     fold_gates: bool = True       # fold the kept gates' values into the down projections (EffiR); False: gates only rank
     finetune: str = 'full'        # retrieval fine-tuning after slimming: 'full', 'lora' or 'none'
     finetune_steps: int = 100     # fine-tuning steps
+    recovery: str = 'contrastive' # the fine-tuning's loss: 'contrastive' (triplets), 'distill' (the dense model's embeddings of domain and general texts) or 'distill+contrastive'
     batch_size: int = 16          # triplets per training step
     n_calib: int = 256            # texts for EffiR importance; calibration triplets per side for weight-level scorers
     train_max_length: int = 128   # token limit while training (evaluation uses `max_length`)
@@ -330,6 +337,7 @@ class SlimConfig(ModelConfig):
         for k in ('drop_mlp', 'gate_steps', 'finetune_steps'):
             if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 0): raise ValueError(f"{k} must be an integer >= 0, not {getattr(self, k)!r}")
         self._positive('batch_size', 'n_calib', 'train_max_length')
+        _check_recovery(self)
         if self.max_length is not None and not (isinstance(self.max_length, int) and self.max_length >= 1):
             raise ValueError(f"max_length must be a positive integer or None (the model folder's limit), not {self.max_length!r}")
         if self.scorer == 'gates' and self.keep < 1 and self.gate_steps < 1: raise ValueError("scorer 'gates' needs gate_steps >= 1")
@@ -358,6 +366,8 @@ class RunConfig(ModelConfig):
     balance: bool = True        # calibration pool: equal share from each triplet file (else ~76% SNLI on the general side)
     update: str|None = None     # 'obs': prune with the OBS weight update of the kept weights (SparseGPT's sweep)
     score: DAIConfig|OBDConfig|None = None  # the method's own settings (`Method.config`; None: its defaults), see `method_config`
+    retrain_steps: int = 0      # recovery steps after pruning (LoRA, pruned weights kept at zero); 0: none
+    recovery: str = 'contrastive' # the recovery's loss: 'contrastive' (triplets), 'distill' (the dense model's embeddings of texts) or 'distill+contrastive'
 
     def __post_init__(self):
         m = method(self.method)
@@ -372,6 +382,9 @@ class RunConfig(ModelConfig):
         if m.scopes and ('N:M' if nm else self.scope) not in m.scopes:
             raise ValueError(f"method {self.method!r} can only prune with scope {' or '.join(m.scopes)} (e.g. 2:4), not {self.scope!r}.")
         self._positive('n_calib', 'batch_size')
+        _check_recovery(self)
+        if not (isinstance(self.retrain_steps, int) and self.retrain_steps >= 0):
+            raise ValueError(f"retrain_steps must be an integer >= 0 (0: no recovery), not {self.retrain_steps!r}")
         if not (isinstance(self.recompute, int) and self.recompute >= 0):
             raise ValueError(f"recompute must be 0 (off) or a positive number of texts, not {self.recompute!r}")
         if not (isinstance(self.stats_groups, int) and self.stats_groups >= 1):

@@ -23,14 +23,15 @@ from .methods import importance, prune_weights
 from .runs import load_calibration, open_work_dir, read_folders, recorded_model, run_report, save_calibration, save_run, work_dir
 from .memory import check_memory, disk_needed
 from .masks import apply_mask, make_mask, mask_difference
-from .options import STAT_FIELDS, method, stat_fields, RunConfig
+from .options import SHAPES, STAT_FIELDS, method, stat_fields, RunConfig
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, checksum_problem, dataset_sha256, write_checksums
 from .store import atomic_dir, sha256_json, state_dict_sha256
 from .outputs import check_output, check_space
+from .retraining import RetrainConfig, Teacher, mix_texts, retrain, teacher_targets
 
 # %% auto #0
-__all__ = ['calibration_sets', 'calibrate', 'stage', 'load_kwargs', 'token_limit', 'statistics', 'score', 'select', 'apply',
-           'prune_run']
+__all__ = ['calibration_sets', 'calibrate', 'stage', 'load_kwargs', 'token_limit', 'statistics', 'recovery_texts',
+           'recovery_teacher', 'score', 'select', 'apply', 'prune_run']
 
 # %% ../nbs/11_pipeline.ipynb #fd0bd672
 def calibration_sets(encoder:Encoder,          # The model whose query embeddings k-means clusters
@@ -159,6 +160,33 @@ def statistics(enc:Encoder,                 # The model (its scored MLP weights 
     if ckpt and main: shutil.rmtree(ckpt, ignore_errors=True)
     return stats, (dict(statistics=f'resumed from step {step} of {total}') if step else {})
 
+# %% ../nbs/11_pipeline.ipynb #c0ffee02
+def _texts(ds, k=None) -> list[str]: # every text of a Dataset with canonical columns, column by column (the first `k` columns)
+    return [t for c in [c for c in ('text', 'query', 'positive', 'negative') if c in ds.column_names][:k] for t in ds[c]]
+
+def recovery_texts(domain,                  # the domain's training rows (canonical columns: text, or query, positive[, negative])
+                   general,                 # the general side's rows (canonical columns), e.g. `sources.run_data(...).general.data`
+                   n:int,                   # texts wanted in all
+                   general_share:float=0.5, # share of them from the general side
+                   seed:int=0               # seeded choice
+                  ) -> list[str]:
+    "Texts to distil on: the domain's from its training rows, the general side's (queries and positives) from its rows."
+    gen = general.shuffle(seed=seed)
+    return mix_texts(_texts(domain), _texts(gen.select(range(min(len(gen), n))), 2), n, general_share, seed)
+
+def recovery_teacher(enc:Encoder,             # the dense model (call before compressing it)
+                     domain,                  # the domain's training rows (canonical columns)
+                     general,                 # the general side's rows (canonical columns)
+                     steps:int,               # recovery steps (the teacher holds a batch of texts for each)
+                     rc:RetrainConfig,        # the recovery's settings (`loss`, `batch_size`, `distill_batch`, `general_texts`, `seed`)
+                     show_progress:bool=False # progress bar while embedding
+                    ) -> Teacher|None:
+    "The dense model's embeddings of the recovery texts, for a distilling recovery; None for a contrastive one."
+    if rc.loss == 'contrastive' or not steps: return None
+    n = steps * (rc.distill_batch or 3 * rc.batch_size)
+    return teacher_targets(enc, recovery_texts(domain, general, n, rc.general_texts, rc.seed), show_progress=show_progress)
+
+
 # %% ../nbs/11_pipeline.ipynb #2751a5fd
 def score(enc:Encoder,                  # The model whose weights are scored
           cfg:RunConfig,                 # The run's method (with `cfg.score` for GAPrune) and seed
@@ -188,6 +216,21 @@ def apply(enc:Encoder,              # The model, changed in place
         return mask
     return prune_weights(enc, mask, cfg.method, cfg.sparsity, cfg.scope, (calib or {}).get(cfg.domain), cfg.update)
 
+# %% ../nbs/11_pipeline.ipynb #c0ffee03
+def _needs(m, cfg:RunConfig) -> str:
+    "The least data shape a prune run reads: its method's (texts for an OBS update alone) and its recovery's (pairs unless it only distils)."
+    return max([m.needs or 'texts', 'pairs' if cfg.retrain_steps and cfg.recovery != 'distill' else 'texts'], key=SHAPES.index)
+
+def _recovery(enc:Encoder, cfg:RunConfig, data, timings:dict, say:bool) -> tuple:
+    "(`RetrainConfig`, training rows, teacher or None) of a run's recovery: LoRA with default settings on the domain's rows (`data`: `run_data`'s)."
+    rc = RetrainConfig(seed=cfg.seed + 1, loss=cfg.recovery, progress=say)
+    trip = data.domain.data.shuffle(seed=cfg.seed)  # never the held-out rows
+    train = trip.select(range(min(len(trip), rc.batch_size * cfg.retrain_steps)))
+    if cfg.recovery == 'contrastive': return rc, train, None
+    with stage(timings, f'teacher embeddings for the recovery ({cfg.recovery})', say), token_limit(enc, cfg.max_length):
+        return rc, train, recovery_teacher(enc, train, data.general.data, cfg.retrain_steps, rc, say)
+
+
 # %% ../nbs/11_pipeline.ipynb #358e88ae
 def prune_run(cfg:RunConfig,                      # The run's settings
               out:str|Path|None=None,             # Output folder (written atomically); None: keep in memory
@@ -203,9 +246,10 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     m, say = method(cfg.method), show_progress and rank_world()[0] == 0  # one process talks
     # every check before anything is loaded
     needs_calib = m.calib or cfg.update is not None   # the OBS update's Hessians come from the domain triplets
-    root = data_root(cfg.data) if needs_calib and not (cfg.domain_data and cfg.general_data) else None
+    needs_data = needs_calib or cfg.retrain_steps  # the recovery trains on the domain's data too
+    root = data_root(cfg.data) if needs_data and not (cfg.domain_data and cfg.general_data) else None
     what = f"method {cfg.method!r}" + (" with update='obs'" if cfg.update and not m.calib else '')
-    data = run_data(cfg, m.needs or 'texts', what, cfg.n_calib) if needs_calib else None  # read and checked: shape, held-out split, rows
+    data = run_data(cfg, _needs(m, cfg), what, cfg.n_calib) if needs_data else None  # read and checked: shape, held-out split, rows
     if m.stats and not cfg.in_batch and 'pairs' in (data.domain.shape, data.general.shape):
         raise ValueError("in_batch=False contrasts each query with its hard negative only, which pairs do not have: keep --in-batch on, or give triplets")
     src = model_source(default_model(cfg.model)) if encoder is None else None
@@ -241,8 +285,12 @@ def prune_run(cfg:RunConfig,                      # The run's settings
             stats, resumed = statistics(enc, calib, cfg, work, cache is not None, checkpoint_every, show_progress)
     with stage(timings, 'scores and mask', say): mask = None if m.kind == 'pruner' else select(score(enc, cfg, stats, calib, lazy=True), cfg)
     mag = select(importance('magnitude', enc, lazy=True), cfg)  # on the dense weights
+    if cfg.retrain_steps: rc, train, teacher = _recovery(enc, cfg, data, timings, say)  # a teacher embeds with the model before pruning
     with stage(timings, 'prune' + (' with OBS update' if m.kind == 'pruner' or cfg.update else ''), say):
         mask = apply(enc, mask, cfg, calib)
+    if cfg.retrain_steps:
+        with stage(timings, f'recovery ({rc.method}, {cfg.recovery}, {cfg.retrain_steps} steps)', say), token_limit(enc, cfg.max_length):
+            enc = retrain(enc, train, cfg.retrain_steps, mask=mask, config=rc, inplace=True, teacher=teacher)
     diff = mask_difference(mask, mag)
     report = run_report(cfg, model, enc, mask, calib, timings, diff, resumed, data.record if data else None)
     if out is not None and rank_world()[0] == 0:  # one process writes

@@ -15,16 +15,20 @@ from tqdm.auto import tqdm
 from .core import Encoder, info_nce, seed_everything
 from .arch import find_layers, mlp_linears
 from .masks import apply_mask, resolve_mask
+from .options import RECOVERIES
 
 # %% auto #0
-__all__ = ['METHODS', 'LORA_MASKS', 'LORA_ROLES', 'RetrainConfig', 'lora_targets', 'merge_lora', 'retrain', 'evaluate_triplets']
+__all__ = ['METHODS', 'LORA_MASKS', 'LORA_ROLES', 'LOSSES', 'DISTILL_METRICS', 'RetrainConfig', 'lora_targets', 'merge_lora',
+           'Teacher', 'teacher_targets', 'sentence_embeddings', 'distill_loss', 'mix_texts', 'retrain',
+           'evaluate_triplets']
 
 # %% ../nbs/08_retraining.ipynb #06575e57
 METHODS, LORA_MASKS, LORA_ROLES = ('lora', 'full', 'frozen'), ('delta', 'merge'), ('attn', 'mlp')
+LOSSES, DISTILL_METRICS = RECOVERIES, ('mse', 'cosine')
 
 @dataclass
 class RetrainConfig:
-    "How `retrain` fine-tunes: method, optimiser, schedule, loss and LoRA settings."
+    "How `retrain` fine-tunes: method, optimiser, schedule, loss (contrastive and/or distillation) and LoRA settings."
     method: str = 'lora'          # 'lora' (peft adapters, merged at the end), 'full' (every parameter) or 'frozen' (only `extra`)
     lr: float|None = None         # peak learning rate; None: 1e-4 for LoRA, 2e-5 for full fine-tuning
     batch_size: int = 16          # triplets per step (each brings a query, a positive and a hard negative)
@@ -43,12 +47,21 @@ class RetrainConfig:
     merge: bool = True            # merge and unload LoRA at the end: a plain transformers model again
     lora_kwargs: dict = field(default_factory=dict) # more `peft.LoraConfig` arguments
     progress: bool = True         # tqdm progress bar with the running loss
+    loss: str = 'contrastive'     # 'contrastive' (InfoNCE on triplets), 'distill' (the dense model's embeddings of texts: texts only) or 'distill+contrastive'
+    distill: str = 'mse'          # distillation metric: 'mse' (sentence-transformers' `MSELoss`) or 'cosine' (1 − cosine, `EmbedDistillLoss`'s default)
+    distill_weight: float|None = None # weight of the distillation term in 'distill+contrastive'; None: the embedding dimension for 'mse' (squared distance per text), 1 for 'cosine'
+    distill_batch: int|None = None    # texts per distillation step; None: 3 × batch_size (as many texts as a triplet batch embeds)
+    general_texts: float = 0.5    # share of the distillation texts from the general side (the rest from the domain)
 
     def __post_init__(self):
         if self.method not in METHODS: raise ValueError(f"method must be one of {METHODS}, not {self.method!r}")
         if self.lora_mask not in LORA_MASKS: raise ValueError(f"lora_mask must be one of {LORA_MASKS}, not {self.lora_mask!r}")
         if self.batch_size < 1: raise ValueError(f"batch_size must be >= 1, not {self.batch_size}")
         if not 0 <= self.warmup_ratio <= 1: raise ValueError(f"warmup_ratio must be in [0, 1], not {self.warmup_ratio}")
+        if self.loss not in LOSSES: raise ValueError(f"loss must be one of {LOSSES}, not {self.loss!r}")
+        if self.distill not in DISTILL_METRICS: raise ValueError(f"distill must be one of {DISTILL_METRICS}, not {self.distill!r}")
+        if not 0 <= self.general_texts <= 1: raise ValueError(f"general_texts must be in [0, 1] (a share of the texts), not {self.general_texts}")
+        if self.distill_batch is not None and self.distill_batch < 1: raise ValueError(f"distill_batch must be >= 1 or None, not {self.distill_batch}")
         if isinstance(self.targets, str): self.targets = (self.targets,)
         if self.lr is None: self.lr = 1e-4 if self.method == 'lora' else 2e-5
 
@@ -161,31 +174,103 @@ def _check_texts(cols:tuple) -> tuple:
         if i is not None: raise ValueError(f"triplet texts must be strings: row {i} {c!r} is {texts[i]!r}")
     return cols
 
+# %% ../nbs/08_retraining.ipynb #b7d1a2c3
+@dataclass
+class Teacher:
+    "Texts and the dense model's embeddings of them: what distillation trains the compressed model to reproduce."
+    texts: list             # the texts (embedded with the document instruction)
+    embeddings: Tensor      # (len(texts), dim) float32 on the CPU, as the model's sentence-transformers `encode` gives them
+
+    def __post_init__(self):
+        if not len(self.texts): raise ValueError("a Teacher needs at least one text")
+        if len(self.texts) != len(self.embeddings):
+            raise ValueError(f"{len(self.texts)} texts but {len(self.embeddings)} teacher embeddings")
+
+def teacher_targets(encoder:Encoder,        # the dense model, before it is compressed
+                    texts:list[str],        # texts to distil on (duplicates are dropped)
+                    batch_size:int=32,      # texts per forward pass
+                    show_progress:bool=False # progress bar
+                   ) -> Teacher:
+    "The dense model's embeddings of `texts` (unit length when the model normalises): the targets of `retrain(..., teacher=)`."
+    texts = list(dict.fromkeys(texts))
+    if not all(isinstance(t, str) for t in texts): raise ValueError("teacher texts must be strings")
+    return Teacher(texts, encoder.encode(texts, 'document', batch_size=batch_size, show_progress=show_progress,
+                                         convert_to_numpy=False).float().cpu())
+
+def sentence_embeddings(encoder:Encoder,  # the student
+                        texts:list[str]    # texts (document instruction)
+                       ) -> Tensor:
+    "Differentiable sentence embeddings as the model's `SentenceTransformer` returns them (unit length when it normalises)."
+    e = encoder(texts, 'document')
+    return nn.functional.normalize(e, dim=-1) if encoder.normalize else e
+
+def distill_loss(student:Tensor,          # (batch, dim) student sentence embeddings (as the model outputs them)
+                 teacher:Tensor,          # (batch, dim) the teacher's embeddings of the same texts
+                 metric:str='mse'         # 'mse': sentence-transformers' `MSELoss`; 'cosine': mean 1 − cosine
+                ) -> Tensor:
+    "Embedding distillation loss with sentence-transformers' `MSELoss` / `EmbedDistillLoss` definitions."
+    teacher = teacher.to(device=student.device, dtype=student.dtype)
+    if metric == 'mse': return nn.functional.mse_loss(student, teacher)
+    if metric == 'cosine': return (1 - nn.functional.cosine_similarity(student, teacher, dim=-1)).mean()
+    raise ValueError(f"metric must be one of {DISTILL_METRICS}, not {metric!r}")
+
+def mix_texts(domain:list[str],           # the domain's texts
+              general:list[str],          # general texts
+              n:int,                      # how many texts in all (fewer if the two lists hold fewer)
+              general_share:float=0.5,    # share of them from `general`
+              seed:int=0                  # seeded choice
+             ) -> list[str]:
+    "`n` distinct texts, `general_share` of them drawn from `general` and the rest from `domain` (seeded; either side tops up the other)."
+    g = torch.Generator().manual_seed(seed)
+    pick = lambda xs: [xs[i] for i in torch.randperm(len(xs), generator=g).tolist()]
+    d, gen = pick(list(dict.fromkeys(domain))), pick([t for t in dict.fromkeys(general) if t not in set(domain)])
+    k = min(len(gen), round(n * general_share))
+    k = max(k, min(len(gen), n - len(d)))
+    return d[:n - k] + gen[:k]
+
+def _text_batches(n:int, b:int, steps:int, seed:int) -> list[list[int]]:
+    "`steps` batches of `b` text indices (of `n`), from seeded permutations."
+    g, b, out = torch.Generator().manual_seed(seed), min(b, n), []
+    while len(out) < steps:
+        perm = torch.randperm(n, generator=g).tolist()
+        out += [perm[i:i + b] for i in range(0, n - b + 1, b)]
+    return out[:steps]
+
+
 # %% ../nbs/08_retraining.ipynb #60d2d357
 def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
-            triplets,                   # `datasets.Dataset` (or DataFrame, dict, list of dicts) of query/positive/negative
+            triplets=None,              # `datasets.Dataset` (or DataFrame, dict, list of dicts) of query/positive/negative; None with loss 'distill'
             steps:int=100,              # optimiser steps (GAPrune: 100)
             mask:dict|None=None,        # {linear name: BoolTensor, True = keep}; those weights stay exactly zero
             config:RetrainConfig|None=None, # method, optimiser, schedule, LoRA settings
             inplace:bool=False,         # train `encoder` itself instead of a copy
             history:list|None=None,     # receives one dict per step: step, loss, lr, grad_norm (and penalty)
             extra:nn.Module|None=None,  # trained along (e.g. `NeuronGates` on `encoder`, inplace): its parameters join the optimiser, its `penalty()` the loss
-            extra_lr:float|None=None    # learning rate of `extra`'s parameters (default: the model's)
+            extra_lr:float|None=None,   # learning rate of `extra`'s parameters (default: the model's)
+            teacher:Teacher|None=None   # the dense model's embeddings of texts (`teacher_targets`), for the 'distill' losses
            ) -> Encoder:
-    "InfoNCE fine-tuning (in-batch + hard negatives) for `steps` steps, with LoRA or full fine-tuning, keeping `mask`."
+    "InfoNCE (in-batch + hard negatives) and/or embedding-distillation fine-tuning for `steps` steps, with LoRA or full fine-tuning, keeping `mask`."
     from transformers import get_linear_schedule_with_warmup
     cfg = config or RetrainConfig()
     if steps < 1: raise ValueError(f"steps must be >= 1, not {steps}")
-    q, p, n = _columns(triplets, pairs=True)
-    if not q: raise ValueError("triplets is empty")
-    if n is None and not cfg.in_batch: raise ValueError("pairs (no negative column) need in_batch=True: without hard negatives the batch's other documents are the only contrast")
+    contrastive, distill = cfg.loss != 'distill', cfg.loss != 'contrastive'
+    if contrastive:
+        if triplets is None: raise ValueError(f"loss {cfg.loss!r} needs pairs or triplets (query, positive[, negative]); with texts only use loss='distill' and a teacher")
+        q, p, n = _columns(triplets, pairs=True)
+        if not q: raise ValueError("triplets is empty")
+        if n is None and not cfg.in_batch: raise ValueError("pairs (no negative column) need in_batch=True: without hard negatives the batch's other documents are the only contrast")
+    if distill and not isinstance(teacher, Teacher):
+        raise ValueError(f"loss {cfg.loss!r} learns from the dense model: pass teacher=teacher_targets(dense, texts), computed before compressing")
     if cfg.method == 'frozen' and extra is None: raise ValueError("method 'frozen' trains only `extra`: pass one (e.g. NeuronGates)")
     if extra is not None and not inplace: raise ValueError("`extra` acts on the encoder it was made for: use inplace=True")
     enc = encoder if inplace else copy.deepcopy(encoder)
     pairs = _resolve_mask(enc, mask)
     apply_mask(enc, pairs)                  # pruned weights start at exactly zero (the pairs are reused every step)
     grads = {p_: p_.requires_grad for p_ in enc.parameters()}
-    batches = _batches(list(zip(p, n)) if n is not None else [(d,) for d in p], cfg.batch_size, steps, cfg.seed, cfg.no_duplicates)
+    batches = _batches(list(zip(p, n)) if n is not None else [(d,) for d in p], cfg.batch_size, steps, cfg.seed, cfg.no_duplicates) if contrastive else [None] * steps
+    tbatches = _text_batches(len(teacher.texts), cfg.distill_batch or 3 * cfg.batch_size, steps, cfg.seed) if distill else [None] * steps
+    w = (cfg.distill_weight if cfg.distill_weight is not None else  # weight of the distillation term
+         teacher.embeddings.shape[-1] if cfg.distill == 'mse' and contrastive else 1.) if distill else 0.
     seed_everything(cfg.seed)               # LoRA initialisation and dropout
     pm, was_training = None, enc.training
     try:
@@ -197,11 +282,17 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
         opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
         sched = get_linear_schedule_with_warmup(opt, math.ceil(cfg.warmup_ratio*steps), steps)
         enc.train()
-        bar = tqdm(batches, desc=f'retrain ({cfg.method})', disable=not cfg.progress, unit='step')
-        for step, idx in enumerate(bar):
-            qe = enc([q[i] for i in idx], 'query')
-            de = enc([p[i] for i in idx] + ([n[i] for i in idx] if n is not None else []), 'document')
-            loss = info_nce(qe, de[:len(idx)], de[len(idx):] if n is not None else None, cfg.temperature, in_batch=cfg.in_batch)
+        bar = tqdm(list(zip(batches, tbatches)), desc=f'retrain ({cfg.method}, {cfg.loss})', disable=not cfg.progress, unit='step')
+        for step, (idx, ti) in enumerate(bar):
+            parts = {}
+            if contrastive:
+                qe = enc([q[i] for i in idx], 'query')
+                de = enc([p[i] for i in idx] + ([n[i] for i in idx] if n is not None else []), 'document')
+                parts['contrastive'] = info_nce(qe, de[:len(idx)], de[len(idx):] if n is not None else None, cfg.temperature, in_batch=cfg.in_batch)
+            if distill:
+                se = sentence_embeddings(enc, [teacher.texts[i] for i in ti])
+                parts['distill'] = distill_loss(se, teacher.embeddings[ti], cfg.distill)
+            loss = parts.get('contrastive', 0.) + (w * parts['distill'] if distill else 0.)
             pen = extra.penalty() if extra is not None else None
             opt.zero_grad(set_to_none=True)
             (loss if pen is None else loss + pen).backward()
@@ -214,6 +305,7 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
             if pm is None: apply_mask(enc, pairs)
             bar.set_postfix(loss=f'{loss.item():.4f}')
             if history is not None: history.append(dict(step=step, loss=loss.item(), lr=lr, grad_norm=float(gn),
+                                                        **({k: v.item() for k, v in parts.items()} if len(parts) > 1 else {}),
                                                         **({} if pen is None else dict(penalty=pen.item()))))
     except BaseException:
         if pm is not None and inplace: enc.model = pm.unload()   # drop the adapters: the weights are untouched

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from .arch import drop_sublayers, dropped_sublayers, find_layers
 from .core import Encoder, model_source, seed_everything, write_model_files
-from .sources import DomainData, data_folders, run_data
+from .sources import DomainData, data_folders, load_domain, run_data
 from .layer_drop import drop_plan, effir_importance
 from .options import SHAPES, SlimConfig, method
-from .pipeline import RunConfig, calibrate, load_kwargs, score, stage, statistics, token_limit
+from .pipeline import RunConfig, calibrate, load_kwargs, recovery_teacher, score, stage, statistics, token_limit
 from .runs import read_folders, recorded_model
 from .fixtures import default_model
 from .retraining import RetrainConfig, retrain
@@ -32,7 +32,9 @@ def _params(enc:Encoder) -> dict:
 def _needs(cfg:SlimConfig) -> tuple[str|None, str]:
     "The least data shape a slim run needs and what needs it (the most demanding step): pairs for gates and fine-tuning."
     steps = [('pairs', f"slim --scorer gates (trained on query, positive)") if cfg.scorer == 'gates' else None,
-             ('pairs', f"slim --finetune {cfg.finetune} (contrastive; with texts only use --finetune none)") if cfg.finetune != 'none' and cfg.finetune_steps else None,
+             ('pairs', f"slim --finetune {cfg.finetune} --recovery {cfg.recovery} (with texts only use --recovery distill)")
+             if cfg.finetune != 'none' and cfg.finetune_steps and cfg.recovery != 'distill' else None,
+             ('texts', f"slim --finetune {cfg.finetune} --recovery distill") if cfg.finetune != 'none' and cfg.finetune_steps else None,
              (method(cfg.scorer).needs, f"slim --scorer {cfg.scorer}") if cfg.scorer != 'gates' and method(cfg.scorer).needs else None,
              ('texts', f"slim --drop-mlp {cfg.drop_mlp}") if cfg.drop_mlp else None]
     return max((s for s in steps if s), key=lambda s: SHAPES.index(s[0]), default=(None, ''))
@@ -59,6 +61,12 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
         trip = data.domain.data.shuffle(seed=cfg.seed) if data else None  # never the held-out rows
         n_train = cfg.batch_size * max(cfg.gate_steps, cfg.finetune_steps, 1)
         train = trip.select(range(min(len(trip), n_train))) if data else None
+    ft = RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size, seed=cfg.seed + 1, progress=say, loss=cfg.recovery) if cfg.finetune != 'none' else None
+    teacher = None
+    if ft and cfg.finetune_steps and cfg.recovery != 'contrastive':  # the dense model's embeddings, before anything is removed
+        with stage(t, f'teacher embeddings for the recovery ({cfg.recovery})', say), token_limit(enc, cfg.train_max_length):
+            general = data.general.data if data.general else load_domain('general', cfg.general_data, None, cfg.data).data
+            teacher = recovery_teacher(enc, train, general, cfg.finetune_steps, ft, say)
     if cfg.drop_mlp:
         with stage(t, f'coarse: drop {cfg.drop_mlp} MLP sub-layers', say):
             texts = DomainData(cfg.domain, data.domain.shape, trip.select(range(min(len(trip), cfg.n_calib)))).texts()
@@ -78,10 +86,9 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
             scores = neuron_scores(enc, score(enc, rc, stats, calib))
     with stage(t, f'fine: keep {cfg.keep:.0%} of the MLP neurons', say):
         slim(enc, scores, cfg.keep, gates, fold=cfg.fold_gates)
-    if cfg.finetune != 'none' and cfg.finetune_steps:
-        with stage(t, f'fine-tune ({cfg.finetune}, {cfg.finetune_steps} steps)', say), token_limit(enc, cfg.train_max_length):
-            retrain(enc, train, cfg.finetune_steps, config=RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size,
-                                                                          seed=cfg.seed + 1, progress=say), inplace=True)
+    if ft and cfg.finetune_steps:
+        with stage(t, f'fine-tune ({cfg.finetune}, {cfg.recovery}, {cfg.finetune_steps} steps)', say), token_limit(enc, cfg.train_max_length):
+            retrain(enc, train, cfg.finetune_steps, config=ft, inplace=True, teacher=teacher)
     after = _params(enc)
     report = dict(config=asdict(cfg) | dict(model=model), **({} if data is None else dict(data=data.record)), params_before=before, params_after=after,
                   params_kept=after['total'] / before['total'], mlp_params_kept=after['mlp'] / before['mlp'],

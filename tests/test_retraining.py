@@ -165,3 +165,111 @@ def test_cuda(train, method):
     out = retrain(enc, train, steps=3, mask=mask, config=cfg(method=method))
     assert out.device.type == 'cuda'
     assert_kept(enc, out, {k: v.cuda() for k, v in mask.items()})
+
+
+# --- recovery by distillation (issue 32 item 3) ---
+from gaprune_nb.retraining import Teacher, distill_loss, sentence_embeddings, teacher_targets
+
+
+def no_dropout(enc):
+    for m in enc.modules():
+        if isinstance(m, torch.nn.Dropout): m.p = 0.
+    return enc
+
+
+def test_distill_loss_is_sentence_transformers_mseloss(tmp_path):
+    "`distill_loss` on our student embeddings equals sentence-transformers' `MSELoss` run by a `SentenceTransformer` on the same folder."
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.losses import MSELoss
+    enc, _ = setup()
+    teacher = torch.randn(len(TEXTS), enc.dim)
+    enc.save_pretrained(tmp_path)
+    st = SentenceTransformer(str(tmp_path), device='cpu').eval()
+    ref = MSELoss(st)([st.tokenize(TEXTS)], teacher)
+    with torch.no_grad(): ours = distill_loss(sentence_embeddings(enc.eval(), TEXTS), teacher)
+    assert ours.item() == pytest.approx(ref.item(), rel=1e-5)
+    assert float(distill_loss(teacher, teacher)) == 0
+
+
+def test_self_distillation_keeps_model(train):
+    "Distilling an unchanged model from itself: loss ~0 and weights ~unchanged, while a contrastive run moves them."
+    enc = no_dropout(setup()[0])
+    texts = list(train['query']) + list(train['positive'])
+    teacher = teacher_targets(enc, texts)
+    hist = []
+    out = retrain(enc, None, steps=4, config=cfg(method='full', lr=2e-5, loss='distill'), teacher=teacher, history=hist)
+    assert max(h['loss'] for h in hist) < 1e-6, hist  # float noise only (an MSE of 1e-6 is a cosine of ~0.9998)
+    moved = lambda e: torch.cat([(a - b).abs().flatten() for a, b in zip(e.parameters(), enc.parameters())]).mean().item()
+    contrastive = retrain(enc, train, steps=4, config=cfg(method='full', lr=2e-5))
+    assert moved(out) < 0.1 * moved(contrastive), (moved(out), moved(contrastive))
+    assert out.encode(TEXTS) == pytest.approx(enc.encode(TEXTS), abs=1e-4)
+
+
+@pytest.mark.parametrize('method', ['full', 'lora'])
+def test_perturbed_model_moves_back_to_teacher(train, method):
+    "A perturbed copy distilled from the original: the loss falls and its embeddings get closer to the teacher's."
+    enc = no_dropout(setup()[0])
+    texts = list(train['query']) + list(train['positive']) + list(train['negative'])
+    teacher = teacher_targets(enc, texts)
+    bad = copy.deepcopy(enc)
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in bad.model.parameters(): p.add_(0.05 * torch.randn(p.shape, generator=g))
+    gap = lambda e: distill_loss(torch.as_tensor(e.encode(teacher.texts)), teacher.embeddings).item()
+    hist = []
+    fixed = retrain(bad, None, steps=12, config=cfg(method=method, loss='distill', lr=1e-3 if method == 'full' else 1e-2), teacher=teacher, history=hist)
+    assert sum(h['loss'] for h in hist[-3:]) < 0.6 * sum(h['loss'] for h in hist[:3]), [h['loss'] for h in hist]
+    assert gap(fixed) < 0.6 * gap(bad), (gap(fixed), gap(bad))
+
+
+def test_texts_only_recovery_and_mask(train):
+    "Texts only: 'distill' needs no triplets and keeps the mask; the contrastive losses still need triplets; a teacher is required."
+    enc, mask = setup()
+    teacher = teacher_targets(enc, ['a note on revenue', 'the court ruled', 'a lab report', 'quarterly results'])
+    out = retrain(enc, None, steps=3, mask=mask, config=cfg(method='full', loss='distill', batch_size=2), teacher=teacher)
+    assert_kept(enc, out, mask)
+    out = retrain(enc, None, steps=2, mask=mask, config=cfg(loss='distill', distill='cosine', batch_size=2), teacher=teacher)
+    assert_kept(enc, out, mask)
+    hist = []
+    retrain(enc, train, steps=2, mask=mask, config=cfg(loss='distill+contrastive'), teacher=teacher, history=hist)
+    assert {'contrastive', 'distill'} <= set(hist[0])
+    with pytest.raises(ValueError, match="needs pairs or triplets"): retrain(enc, None, steps=1, config=cfg(loss='distill+contrastive'), teacher=teacher)
+    with pytest.raises(ValueError, match="pass teacher=teacher_targets"): retrain(enc, train, steps=1, config=cfg(loss='distill'))
+    with pytest.raises(ValueError, match="4 texts but 3"): Teacher(['a', 'b', 'c', 'd'], torch.zeros(3, 2))
+
+
+def test_runconfig_retrain_steps_round_trips(tmp_path):
+    "`RunConfig` with retrain_steps / recovery survives the report a run writes (`from_run`); an old report without them reads as no recovery."
+    import json
+    from dataclasses import asdict
+    from gaprune_nb.options import RunConfig, SlimConfig
+    cfg_ = RunConfig(method='magnitude', retrain_steps=7, recovery='distill')
+    (tmp_path/'gaprune_report.json').write_text(json.dumps(dict(config=asdict(cfg_))))
+    assert RunConfig.from_run(tmp_path) == cfg_
+    old = {k: v for k, v in asdict(cfg_).items() if k not in ('retrain_steps', 'recovery')}
+    (tmp_path/'gaprune_report.json').write_text(json.dumps(dict(config=old)))
+    back = RunConfig.from_run(tmp_path)
+    assert (back.retrain_steps, back.recovery) == (0, 'contrastive')
+    s = SlimConfig(recovery='distill+contrastive')
+    (tmp_path/'slim_report.json').write_text(json.dumps(dict(config=asdict(s))))
+    assert SlimConfig.from_run(tmp_path) == s
+
+
+def test_cli_prune_and_slim_with_recovery(bert, data, tmp_path):
+    "`gaprune prune --retrain-steps --recovery distill` and `gaprune slim --recovery distill`: saved, settings recorded, mask kept, weights moved."
+    from conftest import gaprune, prune_args
+    from gaprune_nb.masks import load_mask
+    from gaprune_nb.options import RunConfig, SlimConfig
+    rec = tmp_path/'rec'
+    r = gaprune(*prune_args(bert, data, rec, '--retrain-steps', 2, '--recovery', 'distill', method='magnitude'))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert 'teacher embeddings for the recovery (distill)' in r.stderr and 'recovery (lora, distill, 2 steps)' in r.stderr
+    cfg_ = RunConfig.from_run(rec)
+    assert (cfg_.retrain_steps, cfg_.recovery) == (2, 'distill')
+    mask = load_mask(rec/'mask.safetensors')
+    assert_kept(Encoder.from_pretrained(bert), Encoder.from_pretrained(rec), mask)  # magnitude keeps kept weights as they were: every one moved by the recovery, pruned ones zero
+    r = gaprune('slim', '--model', bert, '--data', data, '--scorer', 'magnitude', '--keep', '0.5', '--finetune', 'full',
+                '--finetune-steps', 2, '--batch-size', 4, '--recovery', 'distill+contrastive', '--no-eval', '--out', tmp_path/'slim')
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert SlimConfig.from_run(tmp_path/'slim').recovery == 'distill+contrastive'
+    assert 'fine-tune (full, distill+contrastive, 2 steps)' in r.stderr
