@@ -21,7 +21,7 @@ py_versions = '3.10 3.11 3.12 3.13'.split()
 
 requirements = shlex.split(cfg.get('requirements', ''))
 dev_requirements = shlex.split(cfg.get('dev_requirements', ''))
-onnx_requirements = shlex.split(cfg.get('onnx_requirements', ''))  # optional: ONNX export (07c_onnx)
+onnx_requirements = shlex.split(cfg.get('onnx_requirements', ''))  # optional: ONNX export (07b_onnx)
 lic = licenses.get(cfg['license'].lower(), (cfg['license'], None))
 min_python = cfg['min_python']
 console_scripts = cfg.get('console_scripts', '').split()

@@ -197,7 +197,7 @@ def recompute_study(meth='obd-kfac', ns=(0, 4, 1)):
 
 def groups_study(*models):
     """`--stats-groups K` with `--recompute 1`: the statistics of 1/K of the matrices per pass over the triplets, each group
-    saved and the whole read back matrix by matrix (`03b_stat_groups`), for the method that reads the most statistics."""
+    saved and the whole read back matrix by matrix (`03a_stat_groups`), for the method that reads the most statistics."""
     import platform, torch
     print(f"`gaprune-paper` statistics (5 fields) with `--stats-groups K` and `--recompute N` (batch 8, 128 tokens), peak beyond "
           f"the loaded model; {platform.node()}  torch {torch.__version__}  threads {os.environ.get('OMP_NUM_THREADS')}  {time.strftime('%Y-%m-%d')}")

@@ -24,4 +24,4 @@ exp layer_drop nbs/14_exp_layer_drop.ipynb   # EffiR drop study: attention vs ML
 exp retrain nbs/15_exp_retrain.ipynb   # Table 2: 50% MLP pruning / L3Prune-small, one-shot and 100-step retrained (results/retrain/, --full: results/retrain_full/)
 exp slimming nbs/16_exp_slimming.ipynb   # EffiR coarse / fine / coarse-to-fine vs unstructured, MiniLM and SmolLM2-135M, one-shot and fine-tuned (results/slimming/; SmolLM2: hours on a CPU)
 exp geometry nbs/10_geometry.ipynb   # Table-3-style geometry, layer profiles and rank correlations of MiniLM pruned for finance (results/geometry/)
-exp vocab nbs/07b_vocab.ipynb   # domain vocabulary pruning of MiniLM for finance: size and dev-suite cost (results/vocab/)
+exp vocab nbs/07a_vocab.ipynb   # domain vocabulary pruning of MiniLM for finance: size and dev-suite cost (results/vocab/)
