@@ -149,7 +149,7 @@ def test_bad_arguments_import_no_torch():
 # 5. Errors say what is wrong in the package's words
 
 def test_missing_model_folder(tmp_path, data):
-    r = gaprune('prune', '--model', tmp_path / 'no-such-model', '--data', data, '--out', tmp_path / 'out')
+    r = gaprune('prune', '--model', tmp_path / 'no-such-model', '--data', data, '--n-calib', 8, '--out', tmp_path / 'out')
     assert 'no such model folder' in one_line_error(r) and not (tmp_path / 'out').exists()
 
 
@@ -170,7 +170,7 @@ def test_encoder_decoder_model_is_named(tmp_path, data):
 
 def test_unsupported_architecture_names_its_model_type(tmp_path, data):
     m = _save_tiny('gpt2', tmp_path / 'tiny-gpt2')
-    r = gaprune('prune', '--model', m, '--data', data, '--method', 'fisher-dom', '--out', tmp_path / 'out')
+    r = gaprune('prune', '--model', m, '--data', data, '--method', 'fisher-dom', '--n-calib', 8, '--out', tmp_path / 'out')
     line = one_line_error(r)
     assert "model_type='gpt2'" in line and "'Encoder'" not in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ['tiny-gpt2']  # no output, no work folder left
