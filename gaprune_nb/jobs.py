@@ -292,7 +292,7 @@ def evaluate_domain(model,                  # The model: folder, hub id or `Enco
     if out: out = check_output_file(out, {**read_folders(data, src(model)), **{f'data file {r["path"]}': Path(r['path']).parent
                                           for r in dd.sources if not str(r['path']).startswith('hf://')}}, ours=_domain_report)
     enc = lambda m: m if isinstance(m, Encoder) else Encoder.from_pretrained(src(m), **load)
-    name = 'model' if isinstance(model, Encoder) else str(model)
+    name = 'model' if isinstance(model, Encoder) or model is None else str(model)
     with stage({}, f'evaluate {name} on the held-out rows of the domain data', show_progress):
         res = (domain_compare(enc(dense), enc(model), held.data, shape, name=name, batch_size=batch_size) if dense is not None
                else domain_alone(enc(model), held.data, shape, name=name, batch_size=batch_size))
