@@ -14,7 +14,7 @@ from torch import nn
 __all__ = ['ARCHS', 'SUBLAYERS', 'SLIM_FILE', 'SLIM_CLASS', 'AUTO_MAP', 'ArchSpec', 'UnsupportedArchitecture', 'LayerModules',
            'unwrap', 'find_layers', 'mlp_linears', 'arch_spec', 'check_embedder', 'SublayerSpec', 'sublayer_parts',
            'SkippedAttention', 'SkippedMLP', 'SkippedOutput', 'drop_sublayers', 'restore_dropped', 'dropped_sublayers',
-           'slim_code', 'mark_slim']
+           'param_breakdown', 'slim_code', 'mark_slim']
 
 # %% ../nbs/00c_arch.ipynb #c43c8461
 @dataclass(frozen=True)
@@ -290,6 +290,18 @@ def dropped_sublayers(model:nn.Module # Any supported model
     "The sub-layers `drop_sublayers` removed from `model`, as recorded in its config: {'attn': [...], 'mlp': [...]}."
     d = getattr(unwrap(model)[0].config, 'gaprune_dropped', None) or {}
     return {k: list(d.get(k, [])) for k in ('attn', 'mlp')}
+
+# %% ../nbs/00c_arch.ipynb #04fd4f79
+def param_breakdown(model:nn.Module # A supported model or a wrapper of one
+                   ) -> 'pd.DataFrame':
+    "Per layer: parameters in attention, in the MLP, and the MLP's share of the two."
+    import pandas as pd
+    rows = []
+    for l in find_layers(model):
+        attn = sum(p.numel() for p in l.attn.parameters()) if 'attn' in l.modules else 0
+        mlp = sum(p.numel() for lin in l.linears().values() for p in lin.parameters())
+        rows.append(dict(layer=l.index, attention=attn, mlp=mlp, mlp_share=mlp/(attn+mlp)))
+    return pd.DataFrame(rows)
 
 # %% ../nbs/00c_arch.ipynb #7293d077
 SLIM_FILE, SLIM_CLASS = 'gaprune_slim.py', 'GapruneSlimModel'

@@ -21,7 +21,7 @@ from .store import atomic_update, canonicalize_file, safetensors_damage
 
 # %% auto #0
 __all__ = ['seed_everything', 'pool', 'make_instruction', 'ModelLoadError', 'model_source', 'evaluating', 'Encoder',
-           'check_device_available', 'write_model_files', 'param_breakdown', 'info_nce']
+           'check_device_available', 'write_model_files', 'info_nce']
 
 # %% ../nbs/00d_core.ipynb #0b2752f3
 def seed_everything(seed:int=0): # The seed for Python, NumPy and torch
@@ -381,18 +381,6 @@ def save_pretrained(self:Encoder, path:str|Path, # The folder: new, or an existi
     "Save a transformers folder that also loads with `SentenceTransformer`; written aside, then moved into place."
     with atomic_update(path) as tmp: write_model_files(self, tmp, **kwargs)  # beside a report: only our files replaced
     return Path(path)
-
-# %% ../nbs/00d_core.ipynb #04fd4f79
-def param_breakdown(model:nn.Module # A supported model or a wrapper of one
-                   ) -> 'pd.DataFrame':
-    "Per layer: parameters in attention, in the MLP, and the MLP's share of the two."
-    import pandas as pd
-    rows = []
-    for l in find_layers(model):
-        attn = sum(p.numel() for p in l.attn.parameters()) if 'attn' in l.modules else 0
-        mlp = sum(p.numel() for lin in l.linears().values() for p in lin.parameters())
-        rows.append(dict(layer=l.index, attention=attn, mlp=mlp, mlp_share=mlp/(attn+mlp)))
-    return pd.DataFrame(rows)
 
 # %% ../nbs/00d_core.ipynb #50d19e8f
 def info_nce(q:Tensor,                # (batch, dim) query embeddings

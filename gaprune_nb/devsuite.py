@@ -16,7 +16,8 @@ from scipy.stats import rankdata, spearmanr
 from sklearn.linear_model import LogisticRegression
 
 from .data import DataError, RetrievalData, catalog, load_classification, load_retrieval, load_sts
-from .evaluation import TYPE_ABBR, balanced_indices, round_robin, sample_indices
+from .evaluation import TYPE_ABBR
+from .subsets import balanced_indices, round_robin, sample_indices
 from .store import write_text
 
 # %% auto #0

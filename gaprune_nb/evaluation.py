@@ -24,91 +24,12 @@ from mteb.types import PromptType
 
 from .data import (DataError, RetrievalData, catalog, load_classification, load_retrieval, load_sts,
                              read_json, resolve)
+from .subsets import TINY, Limit, as_limit, balanced_indices, sample_indices, subsample_retrieval
 from .store import canonical_json, file_chunks, sha256_stream, state_dict_sha256, write_text
 
 # %% auto #0
-__all__ = ['TINY', 'TYPE_ABBR', 'Limit', 'as_limit', 'sample_indices', 'round_robin', 'balanced_indices', 'subsample_retrieval',
-           'keep_rng', 'files_digest', 'LocalRetrieval', 'LocalClassification', 'LocalSTS', 'local_task', 'suite',
+__all__ = ['TYPE_ABBR', 'keep_rng', 'files_digest', 'LocalRetrieval', 'LocalClassification', 'LocalSTS', 'local_task', 'suite',
            'model_meta', 'MtebEncoder', 'Report', 'evaluate', 'table', 'delta_pct']
-
-# %% ../nbs/09_evaluation.ipynb #42e5f392
-@dataclass(frozen=True)
-class Limit:
-    "Caps for a deterministic subsample of each task (`None`: keep everything)."
-    queries: int|None = 20   # retrieval queries
-    corpus: int|None = 50    # retrieval documents (relevant ones of the kept queries first, at most half)
-    test: int|None = 50      # classification / STS test examples, uniform
-    train: int|None = 50     # classification training examples, label-balanced
-    seed: int = 0            # seed of the subsample
-
-    @classmethod
-    def scaled(cls, n:int,  # Queries (the other sizes follow from it)
-               seed:int=0   # Seed of the subsample
-              ) -> Limit:
-        "`n` queries, `6n` documents, `2n` test and `2n` training examples."
-        return cls(n, 6*n, 2*n, 2*n, seed)
-    @property
-    def tag(self) -> str:
-        "Short name, part of the task names so that results of different subsamples never mix in a cache."
-        return 'tiny' if self == TINY else f'q{self.queries}-c{self.corpus}-t{self.test}-r{self.train}-s{self.seed}'
-
-TINY = Limit()
-
-def as_limit(limit:Limit|int|None # A `Limit`, queries per retrieval task (`Limit.scaled`), or None
-            ) -> Limit|None:
-    "A `Limit` from a `Limit`, an integer (`Limit.scaled`) or `None` (no limit)."
-    if limit is None or isinstance(limit, Limit): return limit
-    if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0: return Limit.scaled(limit)
-    raise TypeError(f"limit must be a Limit, a positive int or None, not {limit!r}")
-
-# %% ../nbs/09_evaluation.ipynb #a372aaf7
-def sample_indices(rng,            # A `numpy.random.Generator`
-                   n:int,          # Population size
-                   k:int|None      # How many to draw (None or >= n: all)
-                  ) -> list[int]:
-    "`k` of `range(n)` in seeded random order (all if `k` is None), sorted."
-    return sorted(range(n)) if k is None or k >= n else sorted(int(i) for i in rng.permutation(n)[:k])
-
-def round_robin(groups:list[list] # Lists, each in its own priority order
-               ) -> list:
-    "First items of every group, then the second items, and so on."
-    return [g[i] for i in range(max(map(len, groups), default=0)) for g in groups if i < len(g)]
-
-def balanced_indices(rng,          # A `numpy.random.Generator`
-                     labels:list,  # One label per example
-                     k:int|None    # How many to keep (None or >= len: all)
-                    ) -> list[int]:
-    "`k` indices with the labels taken in turn, each label's examples in seeded random order; sorted."
-    if k is None or k >= len(labels): return list(range(len(labels)))
-    by = {}
-    for i in rng.permutation(len(labels)): by.setdefault(labels[i], []).append(int(i))
-    return sorted(round_robin([by[l] for l in sorted(by)])[:k])
-
-# %% ../nbs/09_evaluation.ipynb #5317820d
-def subsample_retrieval(rd:RetrievalData, # A retrieval set
-                        limit:Limit       # How many queries and documents to keep
-                       ) -> RetrievalData:
-    "At most `limit.queries` queries and `limit.corpus` documents; the relevant documents of kept queries come first."
-    rng = np.random.default_rng(limit.seed)
-    qids = rd.queries['_id']
-    keep = [qids[i] for i in sample_indices(rng, len(qids), limit.queries)]
-    groups = []
-    for q in keep:
-        rel = [d for d, s in rd.qrels[q].items() if s > 0]
-        rel = sorted((rel[i] for i in rng.permutation(len(rel))), key=lambda d: -rd.qrels[q][d])  # best grade first
-        groups.append(rel)
-    ids = rd.corpus['_id']
-    budget = len(ids) if limit.corpus is None else limit.corpus
-    chosen = list(dict.fromkeys(round_robin(groups)))[:max(1, budget // 2) if limit.corpus is not None else None]
-    relevant = {d for g in groups for d in g}   # distractors are not relevant to any kept query
-    others = [int(i) for i in rng.permutation(len(ids)) if ids[i] not in relevant][:max(0, budget - len(chosen))]
-    pos = {d: i for i, d in enumerate(ids)}
-    idx = sorted([pos[d] for d in chosen] + others)
-    docs = {ids[i] for i in idx}
-    qrels = {q: {d: s for d, s in rd.qrels[q].items() if d in docs} for q in keep}
-    qrels = {q: r for q, r in qrels.items() if any(s > 0 for s in r.values())}
-    queries = rd.queries.select([i for i, q in enumerate(qids) if q in qrels])
-    return RetrievalData(rd.corpus.select(idx), queries, qrels, rd.name)
 
 # %% ../nbs/09_evaluation.ipynb #e9a947b1
 @contextmanager

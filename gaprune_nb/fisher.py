@@ -4,6 +4,7 @@
 
 # %% ../nbs/03_fisher.ipynb #00fb32ab
 from __future__ import annotations
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -15,7 +16,7 @@ from torch import nn, Tensor
 from tqdm.auto import tqdm
 
 import gaprune_nb
-from .core import Encoder, info_nce
+from .core import Encoder, evaluating, info_nce
 from .arch import find_layers, mlp_linears
 from .dist import all_reduce_sum, init_distributed, rank_world
 from .options import STAT_FIELDS
@@ -261,6 +262,53 @@ def _batches(ds, batch_size, seed):
     return [order[i:i+batch_size].tolist() for i in range(0, len(ds), batch_size)]
 
 # %% ../nbs/03_fisher.ipynb #898837da
+def _check_settings(general, domain, mode, fields, batch_size, checkpoint_every, temperature, in_batch) -> tuple:
+    "The `fields` in canonical order, after every check `gradient_statistics` makes before it loads anything."
+    if mode not in MODES: raise ValueError(f"mode must be one of {MODES}, not {mode!r}.")
+    if fields is not None and (not fields or set(fields) - set(STAT_FIELDS)):
+        raise ValueError(f"fields must be a non-empty subset of {STAT_FIELDS}, not {fields!r}.")
+    if batch_size < 1 or checkpoint_every < 1 or not temperature > 0:
+        raise ValueError(f"Expected batch_size >= 1, checkpoint_every >= 1 and temperature > 0; got {batch_size}, "
+                         f"{checkpoint_every}, {temperature}.")
+    _check_triplets(general, 'general'); _check_triplets(domain, 'domain')
+    if not in_batch and not all('negative' in d.column_names for d in (general, domain)):
+        raise ValueError("in_batch=False contrasts each query with its hard negative only: pairs (no negative column) need in_batch=True.")
+    return tuple(f for f in STAT_FIELDS if fields is None or f in fields)
+
+@contextmanager
+def _scored_only(encoder:Encoder, linears:dict):
+    "Eval mode, gradients for the scored weights only; every flag restored afterwards."
+    flags = {p: p.requires_grad for p in encoder.parameters()}
+    with evaluating(encoder):
+        try:
+            for p in encoder.parameters(): p.requires_grad_(False)
+            for m in linears.values(): m.weight.requires_grad_(True)
+            yield
+        finally:
+            for p, f in flags.items(): p.requires_grad_(f)
+
+def _add_step(acc:dict, encoder, linears:dict, rows:dict, idx:dict, temperature, in_batch, mode, chunk, recompute):
+    "Add one paired step to the accumulators: each side's batch (`idx[side]`, absent when that side ran out) of `rows[side]`."
+    paired, means = any(f in acc for f in ('cross', 'sq_gen', 'sq_dom')), {}  # paired products need both batch means at once
+    for side, ix in idx.items():
+        fi, gr = acc.get(f'fisher_{side}'), acc.get(f'grad_{side}')
+        tot = {}  # this batch's gradient sum per matrix, when a mean gradient or a paired product needs it
+        for k, gk in grad_stream(encoder, linears, rows[side][ix], temperature, in_batch, mode == 'per_sample', chunk, recompute):
+            if mode == 'batch_squared':  # official: the squared gradient of the batch-mean loss, summed over batches
+                if fi is not None: fi[k].add_(gk[0].square())
+                gk = gk * len(ix)
+            if gr is not None or paired: tot[k] = tot[k].add_(gk.sum(0)) if k in tot else gk.sum(0)
+            if mode == 'per_sample' and fi is not None: fi[k].add_(gk.square_().sum(0))
+        if gr is not None:
+            for k, t in tot.items(): gr[k].add_(t)
+        if paired: means[side] = {k: t.div_(len(ix)) for k, t in tot.items()}
+        del tot
+    if len(means) == 2:
+        for k in linears:
+            a, b = means['gen'][k], means['dom'][k]
+            for f, v in (('cross', lambda: a * b), ('sq_gen', a.square), ('sq_dom', b.square)):
+                if f in acc: acc[f][k].add_(v())
+
 def gradient_statistics(
     encoder:Encoder,            # The embedding model (kept a normal nn.Module; its flags are restored afterwards)
     general,                    # General-domain triplets: a Dataset with query, positive, negative
@@ -284,20 +332,10 @@ def gradient_statistics(
 ) -> GradientStats:
     "Fisher, mean gradients and paired-batch gradient products of the scored weights on general and domain triplets."
     if not isinstance(encoder, Encoder): raise TypeError(f"Expected a gaprune_nb Encoder, got {type(encoder).__name__}.")
-    if mode not in MODES: raise ValueError(f"mode must be one of {MODES}, not {mode!r}.")
-    if fields is not None and (not fields or set(fields) - set(STAT_FIELDS)):
-        raise ValueError(f"fields must be a non-empty subset of {STAT_FIELDS}, not {fields!r}.")
-    fields = tuple(f for f in STAT_FIELDS if fields is None or f in fields)  # canonical order
-    if batch_size < 1 or checkpoint_every < 1 or not temperature > 0:
-        raise ValueError(f"Expected batch_size >= 1, checkpoint_every >= 1 and temperature > 0; got {batch_size}, "
-                         f"{checkpoint_every}, {temperature}.")
-    _check_triplets(general, 'general'); _check_triplets(domain, 'domain')
-    if not in_batch and not all('negative' in d.column_names for d in (general, domain)):
-        raise ValueError("in_batch=False contrasts each query with its hard negative only: pairs (no negative column) need in_batch=True.")
+    fields = _check_settings(general, domain, mode, fields, batch_size, checkpoint_every, temperature, in_batch)
     linears = scored_linears(encoder, params, include_attention)
     names = list(linears)
     bat = dict(gen=_batches(general, batch_size, seed), dom=_batches(domain, batch_size, seed))
-    data = dict(gen=general, dom=domain)
     n_steps, n_pairs = max(map(len, bat.values())), min(map(len, bat.values()))
     ident = dict(format='gaprune_nb.GradientStats', format_version=1, gaprune_nb_version=gaprune_nb.__version__,
                  model=model_identity(encoder, names), params=names, domain=domain_name,
@@ -305,51 +343,21 @@ def gradient_statistics(
                  settings=dict(mode=mode, temperature=temperature, in_batch=in_batch, batch_size=batch_size, seed=seed,
                                chunk=chunk, accum_dtype=str(accum_dtype).replace('torch.', ''),
                                **({} if fields == STAT_FIELDS else dict(fields=list(fields)))))
-    dev = encoder.device
     # one accumulator per field asked for: fisher_* and grad_* hold sums until the final division
-    acc = {a: {k: torch.zeros(m.weight.shape, dtype=accum_dtype, device=dev) for k, m in linears.items()} for a in fields}
-    paired = any(f in fields for f in ('cross', 'sq_gen', 'sq_dom'))  # needs both sides' batch-mean gradients at once
-    init_distributed(str(dev))  # under torchrun / accelerate launch: join the process group
+    acc = {a: {k: torch.zeros(m.weight.shape, dtype=accum_dtype, device=encoder.device) for k, m in linears.items()} for a in fields}
+    init_distributed(str(encoder.device))  # under torchrun / accelerate launch: join the process group
     rank, world = rank_world()  # data-parallel: process r takes the steps r, r + world, ...; sums all-reduced at the end
     if checkpoint_dir and world > 1: checkpoint_dir = Path(checkpoint_dir)/f'rank{rank}-of-{world}'
     start = _resume(checkpoint_dir, ident, acc) if checkpoint_dir else 0
     mine = [s for s in range(start, n_steps) if s % world == rank]
-
-    flags = {p: p.requires_grad for p in encoder.parameters()}
-    modes = {m: m.training for m in encoder.modules()}
-    try:
-        encoder.eval()
-        for p in encoder.parameters(): p.requires_grad_(False)
-        for m in linears.values(): m.weight.requires_grad_(True)
+    with _scored_only(encoder, linears):
         for j, step in enumerate(tqdm(mine, initial=start // world, total=len(range(rank, n_steps, world)),
                                       disable=not show_progress or rank > 0, desc='gradient statistics', unit='pair')):
-            means = {}
-            for side in ('gen', 'dom'):
-                if step >= len(bat[side]): continue
-                idx = bat[side][step]
-                fi, gr = acc.get(f'fisher_{side}'), acc.get(f'grad_{side}')
-                tot = {}  # this batch's gradient sum per matrix, when a mean gradient or a paired product needs it
-                for k, gk in grad_stream(encoder, linears, data[side][idx], temperature, in_batch, mode == 'per_sample', chunk, recompute):
-                    if mode == 'batch_squared':  # official: the squared gradient of the batch-mean loss, summed over batches
-                        if fi is not None: fi[k].add_(gk[0].square())
-                        gk = gk * len(idx)
-                    if gr is not None or paired: tot[k] = tot[k].add_(gk.sum(0)) if k in tot else gk.sum(0)
-                    if mode == 'per_sample' and fi is not None: fi[k].add_(gk.square_().sum(0))
-                if gr is not None:
-                    for k, t in tot.items(): gr[k].add_(t)
-                if paired: means[side] = {k: t.div_(len(idx)) for k, t in tot.items()}
-                del tot
-            if len(means) == 2:
-                for k in names:
-                    a, b = means['gen'][k], means['dom'][k]
-                    for f, v in (('cross', lambda: a * b), ('sq_gen', a.square), ('sq_dom', b.square)):
-                        if f in acc: acc[f][k].add_(v())
+            _add_step(acc, encoder, linears, dict(gen=general, dom=domain), {s: b[step] for s, b in bat.items() if step < len(b)},
+                      temperature, in_batch, mode, chunk, recompute)
             if checkpoint_dir and ((j + 1) % checkpoint_every == 0 or j + 1 == len(mine)):
                 _save_checkpoint(checkpoint_dir, ident, acc, step + 1)
             if on_step: on_step(step + 1)
-    finally:
-        for p, f in flags.items(): p.requires_grad_(f)
-        for m, t in modes.items(): m.training = t
     all_reduce_sum(v for d in acc.values() for v in d.values())
 
     n = dict(gen=len(general), dom=len(domain))
@@ -358,6 +366,7 @@ def gradient_statistics(
            for f in STAT_FIELDS}
     meta = dict(ident)  # no time stamp: the same statistics give the same bytes
     return GradientStats(**out, n_gen=n['gen'], n_dom=n['dom'], n_batches=n_pairs, manifest=meta)
+
 
 # %% ../nbs/03_fisher.ipynb #ca79594d
 _CKPT_FILE, _CKPT_KIND = 'accumulators.safetensors', 'gradient_statistics checkpoint'

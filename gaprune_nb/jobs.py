@@ -20,8 +20,8 @@ def demo(model:str|None=None, # Model folder or hub id (default: the all-MiniLM-
          **load                # `Encoder.from_pretrained` settings: pooling, dtype, device
         ):
     "Embed `n` rows of `domain`, report positive-vs-negative accuracy (triplets) and the MLP/attention parameter split."
-    from gaprune_nb.core import Encoder, param_breakdown, model_source
-    from gaprune_nb.arch import find_layers
+    from gaprune_nb.core import Encoder, model_source
+    from gaprune_nb.arch import find_layers, param_breakdown
     from gaprune_nb.sources import load_domain
     from gaprune_nb.fixtures import default_model
     from gaprune_nb.retraining import evaluate_triplets
@@ -51,7 +51,7 @@ def parse_limit(s:str|int|None # 'tiny', 'full', 'none' or None, or a positive i
     raise ValueError(f"--limit must be 'tiny', 'full' or a positive integer, not {s!r}")
 
 def _as_limit(s):
-    from gaprune_nb.evaluation import TINY
+    from gaprune_nb.subsets import TINY
     s = parse_limit(s) if isinstance(s, (str, int, type(None))) else s
     return TINY if s == 'tiny' else s
 

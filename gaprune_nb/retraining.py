@@ -238,6 +238,33 @@ def _text_batches(n:int, b:int, steps:int, seed:int) -> list[list[int]]:
 
 
 # %% ../nbs/08_retraining.ipynb #60d2d357
+def _check_retrain(triplets, teacher, cfg:RetrainConfig, extra, inplace:bool) -> tuple:
+    "(contrastive?, distill?, (queries, positives, negatives or None)) after every check `retrain` makes before training."
+    contrastive, distill = cfg.loss != 'distill', cfg.loss != 'contrastive'
+    q = p = n = None
+    if contrastive:
+        if triplets is None: raise ValueError(f"loss {cfg.loss!r} needs pairs or triplets (query, positive[, negative]); with texts only use loss='distill' and a teacher")
+        q, p, n = _columns(triplets, pairs=True)
+        if not q: raise ValueError("triplets is empty")
+        if n is None and not cfg.in_batch: raise ValueError("pairs (no negative column) need in_batch=True: without hard negatives the batch's other documents are the only contrast")
+    if distill and not isinstance(teacher, Teacher):
+        raise ValueError(f"loss {cfg.loss!r} learns from the dense model: pass teacher=teacher_targets(dense, texts), computed before compressing")
+    if cfg.method == 'frozen' and extra is None: raise ValueError("method 'frozen' trains only `extra`: pass one (e.g. NeuronGates)")
+    if extra is not None and not inplace: raise ValueError("`extra` acts on the encoder it was made for: use inplace=True")
+    return contrastive, distill, (q, p, n)
+
+def _step_loss(enc:Encoder, cfg:RetrainConfig, qpn:tuple, idx, teacher, ti, w:float) -> tuple:
+    "(loss, {term: value}) of one step: InfoNCE on the rows `idx` of `qpn`, plus `w` × distillation on the teacher's texts `ti`."
+    (q, p, n), parts = qpn, {}
+    if idx is not None:
+        qe = enc([q[i] for i in idx], 'query')
+        de = enc([p[i] for i in idx] + ([n[i] for i in idx] if n is not None else []), 'document')
+        parts['contrastive'] = info_nce(qe, de[:len(idx)], de[len(idx):] if n is not None else None, cfg.temperature, in_batch=cfg.in_batch)
+    if ti is not None:
+        se = sentence_embeddings(enc, [teacher.texts[i] for i in ti])
+        parts['distill'] = distill_loss(se, teacher.embeddings[ti], cfg.distill)
+    return parts.get('contrastive', 0.) + (w * parts['distill'] if ti is not None else 0.), parts
+
 def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
             triplets=None,              # `datasets.Dataset` (or DataFrame, dict, list of dicts) of query/positive/negative; None with loss 'distill'
             steps:int=100,              # optimiser steps (GAPrune: 100)
@@ -253,16 +280,7 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
     from transformers import get_linear_schedule_with_warmup
     cfg = config or RetrainConfig()
     if steps < 1: raise ValueError(f"steps must be >= 1, not {steps}")
-    contrastive, distill = cfg.loss != 'distill', cfg.loss != 'contrastive'
-    if contrastive:
-        if triplets is None: raise ValueError(f"loss {cfg.loss!r} needs pairs or triplets (query, positive[, negative]); with texts only use loss='distill' and a teacher")
-        q, p, n = _columns(triplets, pairs=True)
-        if not q: raise ValueError("triplets is empty")
-        if n is None and not cfg.in_batch: raise ValueError("pairs (no negative column) need in_batch=True: without hard negatives the batch's other documents are the only contrast")
-    if distill and not isinstance(teacher, Teacher):
-        raise ValueError(f"loss {cfg.loss!r} learns from the dense model: pass teacher=teacher_targets(dense, texts), computed before compressing")
-    if cfg.method == 'frozen' and extra is None: raise ValueError("method 'frozen' trains only `extra`: pass one (e.g. NeuronGates)")
-    if extra is not None and not inplace: raise ValueError("`extra` acts on the encoder it was made for: use inplace=True")
+    contrastive, distill, (q, p, n) = _check_retrain(triplets, teacher, cfg, extra, inplace)
     enc = encoder if inplace else copy.deepcopy(encoder)
     pairs = _resolve_mask(enc, mask)
     apply_mask(enc, pairs)                  # pruned weights start at exactly zero (the pairs are reused every step)
@@ -284,15 +302,7 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
         enc.train()
         bar = tqdm(list(zip(batches, tbatches)), desc=f'retrain ({cfg.method}, {cfg.loss})', disable=not cfg.progress, unit='step')
         for step, (idx, ti) in enumerate(bar):
-            parts = {}
-            if contrastive:
-                qe = enc([q[i] for i in idx], 'query')
-                de = enc([p[i] for i in idx] + ([n[i] for i in idx] if n is not None else []), 'document')
-                parts['contrastive'] = info_nce(qe, de[:len(idx)], de[len(idx):] if n is not None else None, cfg.temperature, in_batch=cfg.in_batch)
-            if distill:
-                se = sentence_embeddings(enc, [teacher.texts[i] for i in ti])
-                parts['distill'] = distill_loss(se, teacher.embeddings[ti], cfg.distill)
-            loss = parts.get('contrastive', 0.) + (w * parts['distill'] if distill else 0.)
+            loss, parts = _step_loss(enc, cfg, (q, p, n), idx, teacher, ti, w)
             pen = extra.penalty() if extra is not None else None
             opt.zero_grad(set_to_none=True)
             (loss if pen is None else loss + pen).backward()

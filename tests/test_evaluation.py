@@ -9,8 +9,9 @@ from mteb.abstasks import AbsTaskRetrieval
 
 from gaprune_nb.core import Encoder
 from gaprune_nb.data import DataError
-from gaprune_nb.evaluation import (TINY, Limit, MtebEncoder, Report, _tasks, as_limit, delta_pct, evaluate,
+from gaprune_nb.evaluation import (MtebEncoder, Report, _tasks, delta_pct, evaluate,
                                    local_task, suite, table)
+from gaprune_nb.subsets import TINY, Limit, as_limit
 from gaprune_nb.fixtures import minilm_path, tiny_model
 
 
