@@ -13,10 +13,10 @@ from .store import sha256_file
 
 # %% auto #0
 __all__ = ['STAT_FIELDS', 'DTYPES', 'NORMALIZATIONS', 'ALIGNMENTS', 'SHAPES', 'REGISTRY', 'ALIASES', 'METHODS', 'UPDATES',
-           'SCOPES', 'POOLINGS', 'DOMAINS', 'CANONICAL', 'IN_MEMORY', 'LEGACY_SCORE_FIELDS', 'RECOVERIES', 'DAIConfig',
-           'OBDConfig', 'Method', 'method', 'check_sparsity', 'check_scope', 'check_device', 'check_domain',
-           'check_columns', 'parse_columns', 'verify_sources', 'ModelConfig', 'method_config', 'stat_fields',
-           'SlimConfig', 'RunConfig']
+           'SCOPES', 'POOLINGS', 'DOMAINS', 'CANONICAL', 'IN_MEMORY', 'LEGACY_SCORE_FIELDS', 'RECOVERIES',
+           'RECOVERY_BY_SHAPE', 'DAIConfig', 'OBDConfig', 'Method', 'method', 'check_sparsity', 'check_scope',
+           'check_device', 'check_domain', 'check_columns', 'parse_columns', 'verify_sources', 'ModelConfig',
+           'method_config', 'stat_fields', 'SlimConfig', 'RunConfig']
 
 # %% ../nbs/00b_options.ipynb #1c9f0710
 STAT_FIELDS = ('fisher_gen', 'fisher_dom', 'grad_gen', 'grad_dom', 'cross', 'sq_gen', 'sq_dom')  # of `fisher.GradientStats`
@@ -302,9 +302,10 @@ def stat_fields(name:str,    # A method of `REGISTRY` (or an alias)
 
 # %% ../nbs/00b_options.ipynb #417351d3
 RECOVERIES = ('contrastive', 'distill', 'distill+contrastive')  # losses of the recovery after compression (`08_retraining`)
+RECOVERY_BY_SHAPE = {'texts': 'distill', 'pairs': 'contrastive', 'triplets': 'contrastive'}  # recovery None: the measured best each shape allows (17_exp_your_domain)
 
 def _check_recovery(cfg):
-    if cfg.recovery not in RECOVERIES: raise ValueError(f"recovery must be one of {RECOVERIES}, not {cfg.recovery!r}")
+    if cfg.recovery not in (None, *RECOVERIES): raise ValueError(f"recovery must be None (by the data's shape) or one of {RECOVERIES}, not {cfg.recovery!r}")
 
 @dataclass
 class SlimConfig(ModelConfig):
@@ -319,7 +320,7 @@ class SlimConfig(ModelConfig):
     fold_gates: bool = True       # fold the kept gates' values into the down projections (EffiR); False: gates only rank
     finetune: str = 'full'        # retrieval fine-tuning after slimming: 'full', 'lora' or 'none'
     finetune_steps: int = 100     # fine-tuning steps
-    recovery: str = 'contrastive' # the fine-tuning's loss: 'contrastive' (triplets), 'distill' (the dense model's embeddings of domain and general texts) or 'distill+contrastive'
+    recovery: str|None = None     # the fine-tuning's loss: 'contrastive' (pairs), 'distill' (the dense model's embeddings of domain and general texts) or 'distill+contrastive'; None: `RECOVERY_BY_SHAPE`
     batch_size: int = 16          # triplets per training step
     n_calib: int = 256            # texts for EffiR importance; calibration triplets per side for weight-level scorers
     train_max_length: int = 128   # token limit while training (evaluation uses `max_length`)
@@ -367,7 +368,7 @@ class RunConfig(ModelConfig):
     update: str|None = None     # 'obs': prune with the OBS weight update of the kept weights (SparseGPT's sweep)
     score: DAIConfig|OBDConfig|None = None  # the method's own settings (`Method.config`; None: its defaults), see `method_config`
     retrain_steps: int = 0      # recovery steps after pruning (LoRA, pruned weights kept at zero); 0: none
-    recovery: str = 'contrastive' # the recovery's loss: 'contrastive' (triplets), 'distill' (the dense model's embeddings of texts) or 'distill+contrastive'
+    recovery: str|None = None   # the recovery's loss: 'contrastive' (pairs), 'distill' (the dense model's embeddings of texts) or 'distill+contrastive'; None: `RECOVERY_BY_SHAPE`
 
     def __post_init__(self):
         m = method(self.method)

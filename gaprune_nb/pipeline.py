@@ -23,7 +23,7 @@ from .methods import importance, prune_weights
 from .runs import load_calibration, open_work_dir, read_folders, recorded_model, run_report, save_calibration, save_run, work_dir
 from .memory import check_memory, disk_needed
 from .masks import apply_mask, make_mask, mask_difference
-from .options import SHAPES, STAT_FIELDS, method, stat_fields, RunConfig
+from .options import RECOVERY_BY_SHAPE, SHAPES, STAT_FIELDS, method, stat_fields, RunConfig
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, checksum_problem, dataset_sha256, write_checksums
 from .store import atomic_dir, sha256_json, state_dict_sha256
 from .outputs import check_output, check_space
@@ -219,7 +219,7 @@ def apply(enc:Encoder,              # The model, changed in place
 # %% ../nbs/11_pipeline.ipynb #c0ffee03
 def _needs(m, cfg:RunConfig) -> str:
     "The least data shape a prune run reads: its method's (texts for an OBS update alone) and its recovery's (pairs unless it only distils)."
-    return max([m.needs or 'texts', 'pairs' if cfg.retrain_steps and cfg.recovery != 'distill' else 'texts'], key=SHAPES.index)
+    return max([m.needs or 'texts', 'pairs' if cfg.retrain_steps and cfg.recovery not in (None, 'distill') else 'texts'], key=SHAPES.index)
 
 def _recovery(enc:Encoder, cfg:RunConfig, data, timings:dict, say:bool) -> tuple:
     "(`RetrainConfig`, training rows, teacher or None) of a run's recovery: LoRA with default settings on the domain's rows (`data`: `run_data`'s)."
@@ -250,6 +250,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     root = data_root(cfg.data) if needs_data and not (cfg.domain_data and cfg.general_data) else None
     what = f"method {cfg.method!r}" + (" with update='obs'" if cfg.update and not m.calib else '')
     data = run_data(cfg, _needs(m, cfg), what, cfg.n_calib) if needs_data else None  # read and checked: shape, held-out split, rows
+    if cfg.retrain_steps and cfg.recovery is None: cfg = replace(cfg, recovery=RECOVERY_BY_SHAPE[data.domain.shape])  # recorded as run
     if m.stats and not cfg.in_batch and 'pairs' in (data.domain.shape, data.general.shape):
         raise ValueError("in_batch=False contrasts each query with its hard negative only, which pairs do not have: keep --in-batch on, or give triplets")
     src = model_source(default_model(cfg.model)) if encoder is None else None

@@ -5,14 +5,14 @@
 # %% ../nbs/11a_slim_pipeline.ipynb #11b494b9
 from __future__ import annotations
 import json, os, time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from .arch import drop_sublayers, dropped_sublayers, find_layers
 from .core import Encoder, model_source, seed_everything, write_model_files
 from .sources import DomainData, data_folders, load_domain, run_data
 from .layer_drop import drop_plan, effir_importance
-from .options import SHAPES, SlimConfig, method
+from .options import RECOVERY_BY_SHAPE, SHAPES, SlimConfig, method
 from .pipeline import RunConfig, calibrate, load_kwargs, recovery_teacher, score, stage, statistics, token_limit
 from .runs import read_folders, recorded_model
 from .fixtures import default_model
@@ -33,7 +33,7 @@ def _needs(cfg:SlimConfig) -> tuple[str|None, str]:
     "The least data shape a slim run needs and what needs it (the most demanding step): pairs for gates and fine-tuning."
     steps = [('pairs', f"slim --scorer gates (trained on query, positive)") if cfg.scorer == 'gates' else None,
              ('pairs', f"slim --finetune {cfg.finetune} --recovery {cfg.recovery} (with texts only use --recovery distill)")
-             if cfg.finetune != 'none' and cfg.finetune_steps and cfg.recovery != 'distill' else None,
+             if cfg.finetune != 'none' and cfg.finetune_steps and cfg.recovery not in (None, 'distill') else None,
              ('texts', f"slim --finetune {cfg.finetune} --recovery distill") if cfg.finetune != 'none' and cfg.finetune_steps else None,
              (method(cfg.scorer).needs, f"slim --scorer {cfg.scorer}") if cfg.scorer != 'gates' and method(cfg.scorer).needs else None,
              ('texts', f"slim --drop-mlp {cfg.drop_mlp}") if cfg.drop_mlp else None]
@@ -50,6 +50,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     need, what = _needs(cfg)
     both = cfg.scorer != 'gates' and method(cfg.scorer).calib  # a weight-level scorer's calibration: both sides, n_calib rows each
     data = run_data(cfg, need, what, cfg.n_calib if both else None, general=both) if need else None  # before anything loads
+    if cfg.recovery is None and data: cfg = replace(cfg, recovery=RECOVERY_BY_SHAPE[data.domain.shape])  # recorded as run
     src = model_source(default_model(cfg.model)) if encoder is None else None
     model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)  # what the report records: a passed encoder's source
     out = check_output(out, overwrite, read_folders(cfg.data, src or model, **data_folders(cfg)), kind='slim') if out is not None else None  # never in what it reads
@@ -61,7 +62,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
         trip = data.domain.data.shuffle(seed=cfg.seed) if data else None  # never the held-out rows
         n_train = cfg.batch_size * max(cfg.gate_steps, cfg.finetune_steps, 1)
         train = trip.select(range(min(len(trip), n_train))) if data else None
-    ft = RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size, seed=cfg.seed + 1, progress=say, loss=cfg.recovery) if cfg.finetune != 'none' else None
+    ft = RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size, seed=cfg.seed + 1, progress=say, loss=cfg.recovery or 'contrastive') if cfg.finetune != 'none' else None
     teacher = None
     if ft and cfg.finetune_steps and cfg.recovery != 'contrastive':  # the dense model's embeddings, before anything is removed
         with stage(t, f'teacher embeddings for the recovery ({cfg.recovery})', say), token_limit(enc, cfg.train_max_length):

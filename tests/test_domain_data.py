@@ -160,7 +160,7 @@ def test_bad_domain_data_is_one_line_before_any_work(tmp_path, bert, data, legal
 
 
 @pytest.mark.parametrize('extra,phrase', [([], 'slim --scorer gates (trained on query, positive) needs pairs'),
-                                          (['--scorer', 'wanda'], 'slim --finetune full --recovery contrastive (with texts only use --recovery distill) needs pairs')])
+                                          (['--scorer', 'wanda', '--recovery', 'contrastive'], 'slim --finetune full --recovery contrastive (with texts only use --recovery distill) needs pairs')])
 def test_slim_with_texts_only_refuses_what_needs_pairs(tmp_path, bert, data, legal, extra, phrase, capsys):
     before = full_tree(tmp_path)
     line, _ = in_process(capsys, 'slim', '--model', bert, '--data', data, '--domain', 'legal', '--domain-data', legal / 'texts.txt',
@@ -215,17 +215,18 @@ def test_slim_with_evaluation_on_texts_reports_agreement(tmp_path, bert, data, l
 
 
 def test_texts_only_recover_by_distillation(tmp_path, bert, data, legal):
-    "Texts only: prune and slim recover by learning the dense model's embeddings (the only recovery texts allow)."
+    "Texts only: prune and slim recover by learning the dense model's embeddings (the only recovery texts allow, and their default)."
     src = legal / FILES['texts']
-    r = prune(bert, data, src, tmp_path / 'run', '--retrain-steps', 2, '--recovery', 'distill')
+    r = prune(bert, data, src, tmp_path / 'run', '--retrain-steps', 2)  # no --recovery: chosen by the data's shape
     assert r.returncode == 0, r.stderr[-3000:]
     assert json.loads((tmp_path / 'run' / 'gaprune_report.json').read_text())['config']['recovery'] == 'distill'
     same_embeddings(tmp_path / 'run')
     r = gaprune('slim', '--model', bert, '--data', data, '--domain', 'legal', '--domain-data', src, '--keep', 0.5, '--n-calib', 8,
-                '--scorer', 'wanda', '--finetune-steps', 2, '--batch-size', 4, '--recovery', 'distill', '--no-eval', '--out', tmp_path / 'slim')
+                '--scorer', 'wanda', '--finetune-steps', 2, '--batch-size', 4, '--no-eval', '--out', tmp_path / 'slim')
     assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads((tmp_path / 'slim' / 'slim_report.json').read_text())['config']['recovery'] == 'distill'
     same_embeddings(tmp_path / 'slim')
-    refused = gaprune(*prune_args_texts(bert, data, src, tmp_path / 'no'), '--retrain-steps', 2)  # contrastive recovery: pairs needed
+    refused = gaprune(*prune_args_texts(bert, data, src, tmp_path / 'no'), '--retrain-steps', 2, '--recovery', 'contrastive')  # pairs needed
     assert 'needs pairs' in one_line_error(refused) and not (tmp_path / 'no').exists()
 
 
