@@ -6,15 +6,17 @@
 from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from torch import nn
 
 # %% auto #0
-__all__ = ['ARCHS', 'SUBLAYERS', 'SLIM_FILE', 'SLIM_CLASS', 'AUTO_MAP', 'ArchSpec', 'UnsupportedArchitecture', 'LayerModules',
-           'unwrap', 'find_layers', 'mlp_linears', 'arch_spec', 'check_embedder', 'SublayerSpec', 'sublayer_parts',
-           'SkippedAttention', 'SkippedMLP', 'SkippedOutput', 'drop_sublayers', 'restore_dropped', 'dropped_sublayers',
-           'param_breakdown', 'slim_code', 'mark_slim']
+__all__ = ['ARCHS', 'SUBLAYERS', 'SLIM_FILE', 'SLIM_CLASS', 'SLIM_CONFIG', 'AUTO_MAP', 'SLIM_PREFIX', 'ArchSpec',
+           'UnsupportedArchitecture', 'LayerModules', 'unwrap', 'find_layers', 'mlp_linears', 'arch_spec',
+           'check_embedder', 'SublayerSpec', 'sublayer_parts', 'SkippedAttention', 'SkippedMLP', 'SkippedOutput',
+           'drop_sublayers', 'restore_dropped', 'dropped_sublayers', 'param_breakdown', 'slim_code', 'mark_slim',
+           'write_slim_files']
 
 # %% ../nbs/00c_arch.ipynb #c43c8461
 @dataclass(frozen=True)
@@ -304,8 +306,9 @@ def param_breakdown(model:nn.Module # A supported model or a wrapper of one
     return pd.DataFrame(rows)
 
 # %% ../nbs/00c_arch.ipynb #7293d077
-SLIM_FILE, SLIM_CLASS = 'gaprune_slim.py', 'GapruneSlimModel'
-AUTO_MAP = {'AutoModel': f'{SLIM_FILE[:-3]}.{SLIM_CLASS}'}
+SLIM_FILE, SLIM_CLASS, SLIM_CONFIG = 'gaprune_slim.py', 'GapruneSlimModel', 'GapruneSlimConfig'
+AUTO_MAP = {'AutoConfig': f'{SLIM_FILE[:-3]}.{SLIM_CONFIG}', 'AutoModel': f'{SLIM_FILE[:-3]}.{SLIM_CLASS}'}
+SLIM_PREFIX = 'gaprune_'  # a slimmed folder's saved model_type: this + its architecture's ('gaprune_bert')
 
 _SLIM_HEAD = '''"""Written by gaprune_nb: a {base} with the sub-layer drops (`config.gaprune_dropped`) and the MLP widths
 (`config.gaprune_widths`) of its folder. Load it with `trust_remote_code=True`."""
@@ -332,7 +335,15 @@ def set_widths(model, widths):
             if path: _resize(layer, path, layer.get_submodule(path).in_features, w)
         _resize(layer, SPEC.down, w, layer.get_submodule(SPEC.down).out_features)
 
+class {cfg_cls}(transformers.{cfg_base}):
+    "A {cfg_base} under a saved model type of its own: without trust_remote_code transformers refuses the folder and names the fix."
+    model_type = '{slim_type}'
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.model_type = '{model_type}'  # what the loaded model reports; the saved type stays the class's
+
 class {cls}(transformers.{base}):
+    config_class = {cfg_cls}
     def __init__(self, config, *args, **kwargs):
         super().__init__(config, *args, **kwargs)
         d, layers = getattr(config, 'gaprune_dropped', None) or {{}}, self.get_submodule(SPEC.layers)
@@ -341,19 +352,22 @@ class {cls}(transformers.{base}):
         set_widths(self, getattr(config, 'gaprune_widths', None) or [])
 '''
 
-def slim_code(model_type:str # A model type of `ARCHS`
+def slim_code(model_type:str # A model type of `ARCHS` (or a slimmed folder's, `SLIM_PREFIX` + it)
              ) -> str:
     "The text of `gaprune_slim.py` for a model of this type (the same bytes for the same package version)."
     import importlib, inspect
     from dataclasses import asdict
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
     from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+    model_type = str(model_type).removeprefix(SLIM_PREFIX)
     if model_type not in SUBLAYERS or model_type not in MODEL_MAPPING_NAMES:
         raise UnsupportedArchitecture(f"Cannot write a modelling file for model_type={model_type!r}; supported: {sorted(SUBLAYERS)}.")
     base = MODEL_MAPPING_NAMES[model_type]
     mod = importlib.import_module('gaprune_nb.arch')  # the installed source (also when this runs in the notebook)
     parts = [inspect.getsource(getattr(mod, n)) for n in ('SkippedAttention', 'SkippedMLP', 'SkippedOutput', '_attach', '_rel', '_drop_branch')]
     return (_SLIM_HEAD.format(base=base, spec=asdict(ARCHS[model_type]), sub=asdict(SUBLAYERS[model_type]))
-            + '\n' + '\n'.join(parts) + _SLIM_TAIL.format(cls=SLIM_CLASS, base=base))
+            + '\n' + '\n'.join(parts) + _SLIM_TAIL.format(cls=SLIM_CLASS, base=base, cfg_cls=SLIM_CONFIG, cfg_base=CONFIG_MAPPING_NAMES[model_type],
+                                                           slim_type=SLIM_PREFIX + model_type, model_type=model_type))
 
 def mark_slim(model:nn.Module # A supported model or a wrapper of one, after drops or neuron removal
              ) -> nn.Module:
@@ -361,3 +375,33 @@ def mark_slim(model:nn.Module # A supported model or a wrapper of one, after dro
     cfg = unwrap(model)[0].config
     cfg.auto_map = {**(getattr(cfg, 'auto_map', None) or {}), **AUTO_MAP}
     return model
+
+_CARD = """---
+library_name: sentence-transformers
+tags: [sentence-transformers, gaprune_nb]
+---
+# {name}
+
+A {base} made smaller by [gaprune_nb](https://github.com/gaprune-nb/gaprune_nb) ({what}); `{file}` beside the
+weights rebuilds that structure, so load it with `trust_remote_code=True` (without it transformers refuses the folder):
+
+```python
+from sentence_transformers import SentenceTransformer
+model = SentenceTransformer({path!r}, trust_remote_code=True)
+```
+"""
+
+def write_slim_files(folder:Path,    # The folder a model marked by `mark_slim` was just saved into (`save_pretrained`)
+                     config,         # That model's config
+                     name:str|None=None # The folder's final path, for the model card's load line (default: `folder`)
+                    ):
+    "Write `gaprune_slim.py` and a model card (README.md), and give `config.json` the slim model type."
+    import json
+    folder, mt = Path(folder), str(config.model_type).removeprefix(SLIM_PREFIX)
+    (folder/SLIM_FILE).write_text(slim_code(mt))
+    f = folder/'config.json'
+    f.write_text(json.dumps({**json.loads(f.read_text()), 'model_type': SLIM_PREFIX + mt}, indent=2, sort_keys=True) + '\n')  # as transformers writes it
+    d, w = getattr(config, 'gaprune_dropped', None) or {}, getattr(config, 'gaprune_widths', None)
+    what = '; '.join([f'{k} sub-layers dropped in layers {d[k]}' for k in ('attn', 'mlp') if d.get(k)] + ([f'MLP widths {w}'] if w else []))
+    (folder/'README.md').write_text(_CARD.format(name=Path(name or folder).name, base=type(config).__name__.replace('Config', 'Model'),
+                                                 what=what, file=SLIM_FILE, path=str(name or folder)))

@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from transformers import AutoModel, AutoTokenizer
 
 from .arch import (ARCHS, AUTO_MAP, SLIM_CLASS, SLIM_FILE, UnsupportedArchitecture, check_embedder, find_layers,
-                             restore_dropped, slim_code)
+                             restore_dropped, slim_code, write_slim_files)
 from .store import atomic_update, canonicalize_file, safetensors_damage
 
 # %% auto #0
@@ -263,7 +263,7 @@ def from_pretrained(cls:Encoder, name_or_path:str|Path, # A local folder or a Hu
     except (OSError, ValueError, KeyError) as e:
         raise ModelLoadError(f"model {name_or_path}: transformers cannot load it ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
     if type(model).__name__ != SLIM_CLASS: restore_dropped(model)  # older folders: re-apply sub-layer drops
-    tok = AutoTokenizer.from_pretrained(str(p))
+    tok = AutoTokenizer.from_pretrained(str(p), **({} if model_kwargs.get('trust_remote_code') is None else dict(trust_remote_code=model_kwargs['trust_remote_code'])))  # a slim folder: its config class is the folder's
     if padding_side: tok.padding_side = padding_side
     c = model.config  # positions a text may use: roberta-style models number them from pad_token_id + 1
     room = (getattr(c, 'max_position_embeddings', None) or 1 << 30) - ((c.pad_token_id or 0) + 1 if c.model_type in ('roberta', 'xlm-roberta', 'mpnet', 'camembert') else 0)
@@ -366,20 +366,21 @@ def _as_loaded(tok):
 
 def write_model_files(enc:Encoder, # The model to save
                       path:Path,   # An existing (usually empty, temporary) folder
+                      name:str|Path|None=None, # The folder's final path (a slimmed model's card names it)
                       **kwargs):   # Passed to transformers' `save_pretrained`
     "Model, tokenizer and sentence-transformers files into the existing folder `path`, with deterministic bytes."
     with _quiet_transformers(): enc.model.save_pretrained(path, **kwargs)
     with _as_loaded(enc.tokenizer): enc.tokenizer.save_pretrained(path)  # not the last encoding call's truncation and padding
     _write_st_files(enc, path)
     if (getattr(enc.model.config, 'auto_map', None) or {}).get('AutoModel') == AUTO_MAP['AutoModel']:  # `mark_slim`
-        (path/SLIM_FILE).write_text(slim_code(enc.model.config.model_type))  # the file that rebuilds drops and widths
+        write_slim_files(path, enc.model.config, name)  # the file that rebuilds drops and widths, its model type, a card
     for f in path.rglob('*.safetensors'): canonicalize_file(f)  # the libraries' headers vary from run to run
 
 @patch
 def save_pretrained(self:Encoder, path:str|Path, # The folder: new, or an existing one whose other files are kept
                     **kwargs):
     "Save a transformers folder that also loads with `SentenceTransformer`; written aside, then moved into place."
-    with atomic_update(path) as tmp: write_model_files(self, tmp, **kwargs)  # beside a report: only our files replaced
+    with atomic_update(path) as tmp: write_model_files(self, tmp, path, **kwargs)  # beside a report: only our files replaced
     return Path(path)
 
 # %% ../nbs/00d_core.ipynb #50d19e8f

@@ -143,7 +143,7 @@ def save_run(out:str|Path,                 # The run folder (replaced atomically
     "Write model, mask, statistics, calibration triplets and report to `out`, atomically (an old run stays until then)."
     with run_folder(out, 'prune') as tmp:
         if calib: save_calibration(calib, tmp/'calibration')
-        write_model_files(enc, tmp)
+        write_model_files(enc, tmp, out)
         save_mask(mask, tmp/'mask.safetensors', metadata={'method': report['config']['method']})
         if stats is not None: stats.save(tmp/'stats')
         write_report(tmp, report)

@@ -98,6 +98,6 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     if out is not None:
         with stage(t, 'save', say), run_folder(out, 'slim') as tmp:
 
-            write_model_files(enc, tmp)
+            write_model_files(enc, tmp, out)
             write_json(tmp/'slim_report.json', {k: v for k, v in report.items() if k != 'seconds'})  # last: marks a finished run
     return enc, report

@@ -1,6 +1,6 @@
 """Tests for `gaprune_nb.layer_drop` and `gaprune_nb.l3prune` beyond the notebooks: every drop kind on every
 architecture on its own, wrappers, padding / batching invariance of the importance, and the error paths."""
-import copy
+import copy, json, shutil
 
 import pytest
 import torch
@@ -76,7 +76,14 @@ def test_drop_matches_reference_and_round_trips(arch, kind, skip, tmp_path):
     got = embed(m, tok, arch)
     torch.testing.assert_close(torch.tensor(got), torch.tensor(ref), atol=1e-5, rtol=0)
     Encoder(m, tok).save_pretrained(tmp_path/'dropped')
-    back = restore_dropped(AutoModel.from_pretrained(tmp_path/'dropped'))
+    if kind == 'block': back = restore_dropped(AutoModel.from_pretrained(tmp_path/'dropped'))  # fewer layers: a plain config says it
+    else:
+        with pytest.raises(ValueError, match='trust_remote_code=True'): AutoModel.from_pretrained(tmp_path/'dropped')  # refused, naming the fix
+        back = AutoModel.from_pretrained(tmp_path/'dropped', trust_remote_code=True)
+        old = tmp_path/'old'; shutil.copytree(tmp_path/'dropped', old)  # a folder of an older version: the base model type, the hook repairs it
+        cj = json.loads((old/'config.json').read_text())
+        (old/'config.json').write_text(json.dumps(dict(cj, model_type=m.config.model_type, auto_map={'AutoModel': cj['auto_map']['AutoModel']})))
+        assert (embed(restore_dropped(AutoModel.from_pretrained(old)), tok, arch) == got).all()
     assert (embed(back, tok, arch) == got).all() and n_params(back) == n_params(m)
     assert back.config.num_hidden_layers == (3 if kind == 'block' else 4)
     size = lambda d: (tmp_path/d/'model.safetensors').stat().st_size
@@ -177,3 +184,24 @@ def test_restore_accepts_any_architecture_without_drops():
     from transformers import GPT2Config
     m = AutoModel.from_config(GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=10))
     assert restore_dropped(m) is m
+
+
+@pytest.mark.parametrize('arch', ['bert', 'qwen3'])
+def test_slimmed_folder_serves_as_its_card_says(arch, tmp_path):
+    "Issue 33 item 4: `SentenceTransformer(folder)` on a slimmed folder is refused naming the fix, and the load line of the folder's README.md gives the same embeddings."
+    import re
+    from sentence_transformers import SentenceTransformer
+    from gaprune_nb.slimming import remove_neurons
+    m, tok = tiny(arch)
+    enc = Encoder(m, tok, pooling='mean' if arch == 'bert' else 'last')
+    drop_sublayers(m, mlp=[0])
+    remove_neurons(enc, {l.index: torch.arange(l.down.in_features) % 3 != 0 for l in find_layers(m) if 'down' in l.modules})
+    enc.save_pretrained(tmp_path/'slim')
+    with pytest.raises(ValueError, match=r'trust_remote_code=True'):
+        SentenceTransformer(str(tmp_path/'slim'), device='cpu')
+    card = (tmp_path/'slim'/'README.md').read_text()
+    code = re.search(r'```python\n(.*?)```', card, re.S).group(1)
+    assert f"SentenceTransformer({str(tmp_path/'slim')!r}, trust_remote_code=True)" in code and 'MLP widths' in card
+    ns = {}; exec(code, ns)
+    texts = ['a short text', 'and a longer one, with more words']
+    torch.testing.assert_close(torch.tensor(ns['model'].encode(texts)), torch.nn.functional.normalize(torch.as_tensor(enc.encode(texts)), dim=-1), atol=1e-5, rtol=0)
