@@ -25,3 +25,7 @@ exp retrain nbs/15_exp_retrain.ipynb   # Table 2: 50% MLP pruning / L3Prune-smal
 exp slimming nbs/16_exp_slimming.ipynb   # EffiR coarse / fine / coarse-to-fine vs unstructured, MiniLM and SmolLM2-135M, one-shot and fine-tuned (results/slimming/; SmolLM2: hours on a CPU)
 exp geometry nbs/10_geometry.ipynb   # Table-3-style geometry, layer profiles and rank correlations of MiniLM pruned for finance (results/geometry/)
 exp vocab nbs/07a_vocab.ipynb   # domain vocabulary pruning of MiniLM for finance: size and dev-suite cost (results/vocab/)
+if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" domain "* ]]; then   # resumable: cells already in results/domain/ are skipped
+  OMP_NUM_THREADS=1 .venv/bin/python bench/domain.py --grid methods && OMP_NUM_THREADS=1 .venv/bin/python bench/domain.py --grid shapes
+fi
+exp domain nbs/17_exp_your_domain.ipynb   # your domain: methods on full-length documents and held-out rows, domain-awareness, data shapes (results/domain/)
