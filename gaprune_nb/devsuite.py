@@ -22,7 +22,7 @@ from .store import write_text
 
 # %% auto #0
 __all__ = ['DEV', 'DevSpec', 'bm25_candidates', 'dev_retrieval', 'DevTask', 'dev_suite', 'TaskScores', 'embed_cached',
-           'dev_scores', 'summary', 'paired_bootstrap', 'fmt_delta', 'save_scores', 'load_scores']
+           'dev_scores', 'summary', 'paired_bootstrap', 'fmt_delta', 'ci_columns', 'save_scores', 'load_scores']
 
 # %% ../nbs/09a_devsuite.ipynb #d03cd528
 @dataclass(frozen=True)
@@ -227,6 +227,17 @@ def fmt_delta(row # A row (or dict) with 'delta', 'lo' and 'hi'
              ) -> str:
     "'+1.2 [+0.3, +2.0]' from a row of `paired_bootstrap`."
     return f"{row['delta']:+.2f} [{row['lo']:+.2f}, {row['hi']:+.2f}]"
+
+def ci_columns(df:pd.DataFrame # A table whose Δ columns (a 'Δ' in the name) hold `fmt_delta` texts, empty where there is none
+              ) -> pd.DataFrame:
+    "Each Δ column as three numbers — the Δ and the bounds of its paired-bootstrap 95% interval — for a CSV a program can read."
+    num = r'([+-]?\d+(?:\.\d+)?)'
+    out = {}
+    for c in df.columns:
+        if 'Δ' not in str(c): out[c] = df[c]; continue
+        x = df[c].fillna('').astype(str).str.extract(rf'^{num} \[{num}, {num}\]$').astype(float)
+        out[c], out[f'{c} 95% CI low'], out[f'{c} 95% CI high'] = x[0], x[1], x[2]
+    return pd.DataFrame(out, index=df.index)
 
 # %% ../nbs/09a_devsuite.ipynb #5dfb5231
 def save_scores(path:str|Path,                 # A `.json` file (written atomically)
