@@ -16,7 +16,8 @@ from tqdm.auto import tqdm
 from transformers import AutoModel, AutoTokenizer
 
 from .arch import (ARCHS, AUTO_MAP, SLIM_CLASS, SLIM_FILE, UnsupportedArchitecture, check_embedder, find_layers,
-                             restore_dropped, slim_code, write_slim_files)
+                             restore_dropped)
+from .serving import slim_code, write_slim_files
 from .store import atomic_update, canonicalize_file, safetensors_damage
 
 # %% auto #0
@@ -373,7 +374,7 @@ def write_model_files(enc:Encoder, # The model to save
     with _as_loaded(enc.tokenizer): enc.tokenizer.save_pretrained(path)  # not the last encoding call's truncation and padding
     _write_st_files(enc, path)
     if (getattr(enc.model.config, 'auto_map', None) or {}).get('AutoModel') == AUTO_MAP['AutoModel']:  # `mark_slim`
-        write_slim_files(path, enc.model.config, name)  # the file that rebuilds drops and widths, its model type, a card
+        write_slim_files(path, enc.model.config, name)  # the file that rebuilds drops, widths and heads, its model type, a card
     for f in path.rglob('*.safetensors'): canonicalize_file(f)  # the libraries' headers vary from run to run
 
 @patch

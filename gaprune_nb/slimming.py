@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torch import nn, Tensor
 
-from .arch import SLIM_CLASS, find_layers, mark_slim, unwrap
+from .arch import SLIM_CLASS, _narrow, find_layers, mark_slim, unwrap
 from .core import Encoder
 
 # %% auto #0
@@ -92,19 +92,6 @@ def select_neurons(scores:dict,      # {layer index: per-neuron importance}, fro
     return {i: chosen[starts[j]:starts[j+1]] for j, i in enumerate(idx)}
 
 # %% ../nbs/07_self_slimming.ipynb #49c0e2b3
-def _narrow(lin:nn.Linear, rows:Tensor|None=None, cols:Tensor|None=None) -> nn.Linear:
-    "A new Linear with the given rows (outputs) and columns (inputs) of `lin`."
-    w = lin.weight.detach()
-    w = w[rows] if rows is not None else w
-    w = w[:, cols] if cols is not None else w
-    b = None if lin.bias is None else (lin.bias.detach()[rows] if rows is not None else lin.bias.detach())
-    new = nn.Linear(w.shape[1], w.shape[0], bias=b is not None, device=w.device, dtype=w.dtype)
-    with torch.no_grad():
-        new.weight.copy_(w)
-        if b is not None: new.bias.copy_(b)
-    new.weight.requires_grad_(lin.weight.requires_grad)
-    return new
-
 @torch.no_grad()
 def remove_neurons(model:nn.Module, # A supported model or a wrapper (an `Encoder`), changed in place
                    keep:dict        # {layer index: bool tensor, True = keep}, from `select_neurons`
