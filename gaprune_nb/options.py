@@ -310,9 +310,15 @@ def _check_recovery(cfg):
 @dataclass
 class SlimConfig(ModelConfig):
     "Everything that defines a coarse-to-fine slimming run (checked when it is made, before anything is loaded)."
+    speedup: float|None = None    # target CPU speed-up (dense / slimmed seconds, measured here): MLP neurons and attention heads go, least importance per second saved first (`07c_speed`); None: `keep` / `drop_mlp` say what goes
+    rank: str = 'per-time'        # with `speedup`: 'per-time' (importance per second saved) or 'importance' (importance alone)
+    heads: bool = True            # with `speedup`: attention heads (and whole attention sub-layers) may go, not only MLP neurons
+    speed_tokens: int|None = None # with `speedup`: tokens per text it is measured at; None: the median of the domain's calibration texts
+    speed_batch: int = 32         # texts per batch it is measured at (the report adds single-text latency)
+    threads: int|None = None      # CPU threads it is measured with; None: torch's current setting
     drop_mlp: int = 0             # coarse step: MLP sub-layers dropped, least EffiR importance first
-    keep: float = 0.6             # fine step: share of the remaining MLP neurons kept (one global ranking)
-    scorer: str = 'gates'         # neuron importance: 'gates' (trained, EffiR) or a weight-level method summed per neuron
+    keep: float|None = None       # fine step: share of the remaining MLP neurons kept (one global ranking); None: 0.6 (unused with `speedup`)
+    scorer: str|None = None       # neuron importance: 'gates' (trained, EffiR), 'contribution' (`unit_scores`, no training) or a weight-level method summed per neuron; None: 'gates', with `speedup` 'contribution'
     gate_steps: int = 200         # gate training steps
     lam: float = 1e-3             # weight of the L0 surrogate per gate
     gate_lr: float = 1e-2         # learning rate of the gates
@@ -328,10 +334,11 @@ class SlimConfig(ModelConfig):
 
     def __post_init__(self):
         super().__post_init__()
+        self._check_speed()
         if not 0 < self.keep <= 1: raise ValueError(f"keep must be in (0, 1] (the share of MLP neurons kept), not {self.keep}")
-        if self.scorer != 'gates' and self.scorer not in METHODS:
-            raise ValueError(f"scorer must be 'gates' or one of {METHODS}, not {self.scorer!r}")
-        if self.scorer != 'gates' and method(self.scorer).kind == 'pruner':
+        if self.scorer not in ('gates', 'contribution') and self.scorer not in METHODS:
+            raise ValueError(f"scorer must be 'gates', 'contribution' or one of {METHODS}, not {self.scorer!r}")
+        if self.scorer not in ('gates', 'contribution') and method(self.scorer).kind == 'pruner':
             raise ValueError(f"scorer {self.scorer!r} updates weights instead of scoring them; choose a scoring method")
         if self.gate_weights not in ('frozen', 'full', 'lora'): raise ValueError(f"gate_weights must be 'frozen', 'full' or 'lora', not {self.gate_weights!r}")
         if self.finetune not in ('full', 'lora', 'none'): raise ValueError(f"finetune must be 'full', 'lora' or 'none', not {self.finetune!r}")
@@ -342,6 +349,23 @@ class SlimConfig(ModelConfig):
         if self.max_length is not None and not (isinstance(self.max_length, int) and self.max_length >= 1):
             raise ValueError(f"max_length must be a positive integer or None (the model folder's limit), not {self.max_length!r}")
         if self.scorer == 'gates' and self.keep < 1 and self.gate_steps < 1: raise ValueError("scorer 'gates' needs gate_steps >= 1")
+
+    def _check_speed(self):
+        "`speedup` or `keep` / `drop_mlp`, not both; resolve the defaults that depend on which."
+        if self.speedup is not None:
+            if not (isinstance(self.speedup, (int, float)) and 1 < self.speedup <= 100):
+                raise ValueError(f"speedup must be a number above 1 (dense seconds / slimmed seconds, e.g. 2), not {self.speedup!r}")
+            if self.keep not in (None, 1.0) or self.drop_mlp:  # 1.0: what it resolves to (a `replace` checks again)
+                raise ValueError("give --speedup or --keep / --drop-mlp, not both: with --speedup the measured speed decides what goes")
+            if self.scorer not in (None, 'contribution'):
+                raise ValueError(f"--speedup ranks MLP neurons and attention heads together by their contribution; --scorer {self.scorer} ranks neurons only: leave --scorer unset")
+        if self.rank not in ('per-time', 'importance'): raise ValueError(f"rank must be 'per-time' or 'importance', not {self.rank!r}")
+        for k in ('speed_tokens', 'threads'):
+            v = getattr(self, k)
+            if v is not None and not (isinstance(v, int) and v >= 1): raise ValueError(f"{k} must be a positive integer or None, not {v!r}")
+        self._positive('speed_batch')
+        if self.scorer is None: self.scorer = 'contribution' if self.speedup else 'gates'
+        if self.keep is None: self.keep = 1.0 if self.speedup else 0.6
 
     @classmethod
     def from_run(cls, path:str|Path # A folder written by `slim_run`

@@ -4,11 +4,13 @@
 
 # %% ../nbs/11a_slim_pipeline.ipynb #11b494b9
 from __future__ import annotations
-import json, os, time
+import copy, json, os, time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from .arch import drop_sublayers, dropped_sublayers, find_layers
+import numpy as np
+
+from .arch import drop_sublayers, dropped_sublayers, find_layers, kept_heads
 from .core import Encoder, model_source, seed_everything, write_model_files
 from .sources import DomainData, data_folders, load_domain, run_data
 from .layer_drop import drop_plan, effir_importance
@@ -18,6 +20,7 @@ from .runs import read_folders, recorded_model
 from .fixtures import default_model
 from .retraining import RetrainConfig, retrain
 from .slimming import gate_scores, mlp_widths, neuron_scores, slim, train_gates
+from .speed import forward_flops, measure_speedup, slim_to_speedup, unit_costs, unit_scores
 from .store import write_json
 from .outputs import check_output, check_space, run_folder
 
@@ -31,53 +34,35 @@ def _params(enc:Encoder) -> dict:
 
 def _needs(cfg:SlimConfig) -> tuple[str|None, str]:
     "The least data shape a slim run needs and what needs it (the most demanding step): pairs for gates and fine-tuning."
-    steps = [('pairs', f"slim --scorer gates (trained on query, positive)") if cfg.scorer == 'gates' else None,
+    weights = cfg.scorer not in ('gates', 'contribution')
+    steps = [('pairs', f"slim --scorer gates (trained on query, positive)") if cfg.scorer == 'gates' and not cfg.speedup else None,
              ('pairs', f"slim --finetune {cfg.finetune} --recovery {cfg.recovery} (with texts only use --recovery distill)")
              if cfg.finetune != 'none' and cfg.finetune_steps and cfg.recovery not in (None, 'distill') else None,
              ('texts', f"slim --finetune {cfg.finetune} --recovery distill") if cfg.finetune != 'none' and cfg.finetune_steps else None,
-             (method(cfg.scorer).needs, f"slim --scorer {cfg.scorer}") if cfg.scorer != 'gates' and method(cfg.scorer).needs else None,
+             (method(cfg.scorer).needs, f"slim --scorer {cfg.scorer}") if weights and method(cfg.scorer).needs else None,
+             ('texts', f"slim --scorer contribution") if cfg.scorer == 'contribution' else None,
              ('texts', f"slim --drop-mlp {cfg.drop_mlp}") if cfg.drop_mlp else None]
     return max((s for s in steps if s), key=lambda s: SHAPES.index(s[0]), default=(None, ''))
 
-def slim_run(cfg:SlimConfig,                  # The run's settings
-             out:str|Path|None=None,          # Output folder (new or empty; written atomically); None: keep in memory
-             encoder:Encoder|None=None,       # An already loaded model to slim in place (else `cfg.model` is loaded)
-             show_progress:bool=True,         # Stage headings, times and progress bars (on stderr)
-             overwrite:bool=False             # Replace a previous slim run in `out`
-            ) -> tuple[Encoder, dict]:
-    "Coarse-to-fine slimming (EffiR): drop MLP sub-layers, self-slim the rest, fine-tune, save. Returns (encoder, report)."
-    say, t = show_progress, {}
-    need, what = _needs(cfg)
-    both = cfg.scorer != 'gates' and method(cfg.scorer).calib  # a weight-level scorer's calibration: both sides, n_calib rows each
-    data = run_data(cfg, need, what, cfg.n_calib if both else None, general=both) if need else None  # before anything loads
-    if cfg.recovery is None and data: cfg = replace(cfg, recovery=RECOVERY_BY_SHAPE[data.domain.shape])  # recorded as run
-    src = model_source(default_model(cfg.model)) if encoder is None else None
-    model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)  # what the report records: a passed encoder's source
-    out = check_output(out, overwrite, read_folders(cfg.data, src or model, **data_folders(cfg)), kind='slim') if out is not None else None  # never in what it reads
-    seed_everything(cfg.seed)
-    with stage(t, 'load model', say):
-        enc = Encoder.from_pretrained(src, **load_kwargs(cfg), max_length=cfg.max_length) if encoder is None else encoder
-        before = _params(enc)
-        if out is not None: check_space(out, sum(p.numel() * p.element_size() for p in enc.parameters()), what='the slimmed model')
-        trip = data.domain.data.shuffle(seed=cfg.seed) if data else None  # never the held-out rows
-        n_train = cfg.batch_size * max(cfg.gate_steps, cfg.finetune_steps, 1)
-        train = trip.select(range(min(len(trip), n_train))) if data else None
-    ft = RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size, seed=cfg.seed + 1, progress=say, loss=cfg.recovery or 'contrastive') if cfg.finetune != 'none' else None
-    teacher = None
-    if ft and cfg.finetune_steps and cfg.recovery != 'contrastive':  # the dense model's embeddings, before anything is removed
-        with stage(t, f'teacher embeddings for the recovery ({cfg.recovery})', say), token_limit(enc, cfg.train_max_length):
-            general = data.general.data if data.general else load_domain('general', cfg.general_data, None, cfg.data).data
-            teacher = recovery_teacher(enc, train, general, cfg.finetune_steps, ft, say)
-    if cfg.drop_mlp:
-        with stage(t, f'coarse: drop {cfg.drop_mlp} MLP sub-layers', say):
-            texts = DomainData(cfg.domain, data.domain.shape, trip.select(range(min(len(trip), cfg.n_calib)))).texts()
-            imp = effir_importance(enc, texts, show_progress=say)
-            drop_sublayers(enc, mlp=drop_plan(imp, n_mlp=cfg.drop_mlp)['mlp'])
-    gates, hist = None, []
+def _calib_texts(cfg:SlimConfig, data, trip) -> list[str]:
+    "The texts of the first `n_calib` training rows: what importance is measured on."
+    return DomainData(cfg.domain, data.domain.shape, trip.select(range(min(len(trip), cfg.n_calib)))).texts()
+
+def _speed_tokens(cfg:SlimConfig, enc:Encoder, texts:list[str]|None) -> int:
+    "The text length speed is measured at: `speed_tokens`, else the median token count of the calibration texts (within the model's limit)."
+    if cfg.speed_tokens: return min(cfg.speed_tokens, enc.max_length)
+    if not texts: return min(128, enc.max_length)
+    return int(np.median([len(x) for x in enc.tokenizer(texts[:512], truncation=True, max_length=enc.max_length)['input_ids']]))
+
+def _fine(enc:Encoder, cfg:SlimConfig, data, train, t:dict, say:bool, hist:list):
+    "The fine step by share: neuron importance (gates, contribution or a weight-level method), then the top `keep` kept."
+    gates = None
     with stage(t, f'fine: neuron importance ({cfg.scorer})', say), token_limit(enc, cfg.train_max_length):
         if cfg.scorer == 'gates':
             gates = train_gates(enc, train, cfg.gate_steps, cfg.lam, cfg.gate_lr, cfg.gate_weights, cfg.batch_size, cfg.seed, say, hist)
             scores = gate_scores(gates)
+        elif cfg.scorer == 'contribution':
+            scores = {i: v for (k, i), v in unit_scores(enc, _calib_texts(cfg, data, data.domain.data.shuffle(seed=cfg.seed)), show_progress=say).items() if k == 'mlp'}
         else:
             rc = RunConfig(model=cfg.model, domain=cfg.domain, method=cfg.scorer, n_calib=cfg.n_calib, seed=cfg.seed, data=cfg.data,
                            pooling=cfg.pooling, dtype=cfg.dtype, device=cfg.device, domain_data=cfg.domain_data,
@@ -87,17 +72,67 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
             scores = neuron_scores(enc, score(enc, rc, stats, calib))
     with stage(t, f'fine: keep {cfg.keep:.0%} of the MLP neurons', say):
         slim(enc, scores, cfg.keep, gates, fold=cfg.fold_gates)
+
+def slim_run(cfg:SlimConfig,                  # The run's settings
+             out:str|Path|None=None,          # Output folder (new or empty; written atomically); None: keep in memory
+             encoder:Encoder|None=None,       # An already loaded model to slim in place (else `cfg.model` is loaded)
+             show_progress:bool=True,         # Stage headings, times and progress bars (on stderr)
+             overwrite:bool=False             # Replace a previous slim run in `out`
+            ) -> tuple[Encoder, dict]:
+    "Slim to a measured speed-up (`speedup`) or by shares (drop MLP sub-layers, keep a share of neurons), fine-tune, measure, save. Returns (encoder, report)."
+    say, t = show_progress, {}
+    need, what = _needs(cfg)
+    both = cfg.scorer not in ('gates', 'contribution') and method(cfg.scorer).calib  # a weight-level scorer's calibration: both sides, n_calib rows each
+    data = run_data(cfg, need, what, cfg.n_calib if both else None, general=both) if need else None  # before anything loads
+    if cfg.recovery is None and data: cfg = replace(cfg, recovery=RECOVERY_BY_SHAPE[data.domain.shape])  # recorded as run
+    src = model_source(default_model(cfg.model)) if encoder is None else None
+    model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)  # what the report records: a passed encoder's source
+    out = check_output(out, overwrite, read_folders(cfg.data, src or model, **data_folders(cfg)), kind='slim') if out is not None else None  # never in what it reads
+    seed_everything(cfg.seed)
+    with stage(t, 'load model', say):
+        enc = Encoder.from_pretrained(src, **load_kwargs(cfg), max_length=cfg.max_length) if encoder is None else encoder
+        before, dense = _params(enc), copy.deepcopy(enc)  # the dense model: timed against at the end
+        if out is not None: check_space(out, sum(p.numel() * p.element_size() for p in enc.parameters()), what='the slimmed model')
+        trip = data.domain.data.shuffle(seed=cfg.seed) if data else None  # never the held-out rows
+        n_train = cfg.batch_size * max(cfg.gate_steps, cfg.finetune_steps, 1)
+        train = trip.select(range(min(len(trip), n_train))) if data else None
+        tokens = _speed_tokens(cfg, enc, _calib_texts(cfg, data, trip) if data else None)
+    ft = RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size, seed=cfg.seed + 1, progress=say, loss=cfg.recovery or 'contrastive') if cfg.finetune != 'none' else None
+    teacher = None
+    if ft and cfg.finetune_steps and cfg.recovery != 'contrastive':  # the dense model's embeddings, before anything is removed
+        with stage(t, f'teacher embeddings for the recovery ({cfg.recovery})', say), token_limit(enc, cfg.train_max_length):
+            general = data.general.data if data.general else load_domain('general', cfg.general_data, None, cfg.data).data
+            teacher = recovery_teacher(enc, train, general, cfg.finetune_steps, ft, say)
+    plan = None
+    if cfg.speedup:
+        with stage(t, f'speed: unit importance and costs at {tokens} tokens', say):
+            scores = unit_scores(enc, _calib_texts(cfg, data, trip), show_progress=say)
+            costs = unit_costs(enc, tokens, cfg.speed_batch, cfg.threads)
+        with stage(t, f'remove units to a measured {cfg.speedup}x ({cfg.rank})', say):
+            plan = slim_to_speedup(enc, scores, cfg.speedup, tokens, cfg.speed_batch, cfg.threads, cfg.rank,
+                                   ('mlp', 'attn') if cfg.heads else ('mlp',), costs=costs)
+    else:
+        if cfg.drop_mlp:
+            with stage(t, f'coarse: drop {cfg.drop_mlp} MLP sub-layers', say):
+                imp = effir_importance(enc, _calib_texts(cfg, data, trip), show_progress=say)
+                drop_sublayers(enc, mlp=drop_plan(imp, n_mlp=cfg.drop_mlp)['mlp'])
+        hist = []
+        _fine(enc, cfg, data, train, t, say, hist)
     if ft and cfg.finetune_steps:
         with stage(t, f'fine-tune ({cfg.finetune}, {cfg.recovery}, {cfg.finetune_steps} steps)', say), token_limit(enc, cfg.train_max_length):
             retrain(enc, train, cfg.finetune_steps, config=ft, inplace=True, teacher=teacher)
+    with stage(t, 'measure speed', say):
+        speed = measure_speedup(dense, enc, tokens, cfg.speed_batch, cfg.threads)
+        speed |= dict(flops_dense=forward_flops(dense, tokens), flops=forward_flops(enc, tokens))
     after = _params(enc)
     report = dict(config=asdict(cfg) | dict(model=model), **({} if data is None else dict(data=data.record)), params_before=before, params_after=after,
                   params_kept=after['total'] / before['total'], mlp_params_kept=after['mlp'] / before['mlp'],
-                  dropped=dropped_sublayers(enc), widths=mlp_widths(enc),
-                  gate_training=hist[-1] if hist else None, seconds=t)
+                  dropped=dropped_sublayers(enc), widths=mlp_widths(enc), heads=[None if h is None else len(h) for h in kept_heads(enc)],
+                  speed=speed, speed_plan=None if plan is None else dict(costs=plan['costs'], tries=plan['tries'], reached=plan['reached']),
+                  gate_training=None if cfg.speedup or not hist else hist[-1], seconds=t)
     if out is not None:
         with stage(t, 'save', say), run_folder(out, 'slim') as tmp:
-
             write_model_files(enc, tmp, out)
             write_json(tmp/'slim_report.json', {k: v for k, v in report.items() if k != 'seconds'})  # last: marks a finished run
     return enc, report
+
