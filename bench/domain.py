@@ -46,10 +46,10 @@ SELECT_SEED, REPORT_SEEDS = 0, (1, 2)
 N_CALIB, POOL, BATCH = 256, 4000, 8   # the one-shot experiment's calibration (13_exp_oneshot)
 PASSAGE_TOKENS = 230
 
-def cell_path(name): return OUT/f'{name}.json'
+def cell_path(name, out=OUT): return Path(out)/f'{name}.json'
 
-def read_cell(name) -> dict:
-    p = cell_path(name)
+def read_cell(name, out=OUT) -> dict:
+    p = cell_path(name, out)
     return json.loads(p.read_text()) if p.exists() else dict(cell=name, scores={})
 
 def scores_of(cell:dict, suite:str) -> dict[str, TaskScores]|None:
@@ -97,9 +97,9 @@ class Suites:
     def score(self, enc, name) -> dict[str, TaskScores]:
         return domain_scores(enc, self.get(name), 'triplets') if name.startswith('held-') else dev_scores(enc, self.get(name))
 
-def evaluate(name:str, make, suites:list[str], S:Suites, **info):
-    "Score the model `make()` returns on the suites `name` lacks; save after each suite."
-    cell = read_cell(name)
+def evaluate(name:str, make, suites:list[str], S:Suites, out=OUT, **info):
+    "Score the model `make()` returns on the suites `name` lacks; save after each suite (in `out`, this experiment's folder by default)."
+    cell = read_cell(name, out)
     todo = [s for s in suites if s not in cell['scores']]
     if not todo: return
     t = time.perf_counter(); enc, more = make()
@@ -108,7 +108,7 @@ def evaluate(name:str, make, suites:list[str], S:Suites, **info):
         t = time.perf_counter()
         cell['scores'][s] = _json_scores(S.score(enc, s))
         cell.setdefault('seconds_eval', {})[s] = round(time.perf_counter() - t, 1)
-        write_text(cell_path(name), json.dumps(cell, default=str))
+        write_text(cell_path(name, out), json.dumps(cell, default=str))
         print(f'{name}: {s} saved ({cell["seconds_eval"][s]} s)', file=sys.stderr, flush=True)
 
 # ---------------------------------------------------------------------------------------------------- the grids

@@ -1,0 +1,175 @@
+"""Faster on CPU, measured (issue 33): CPU encode speed-up against domain and general quality, for the package's
+`slim --speedup` and for what a user would pick instead, on one frontier. Resumable.
+
+Every point is one model, made on the domain's rows outside the held-out 10% (hash split of the seed), saved under
+--work (so the speed pass can time it) and scored per item on (the suites of bench/domain.py, every text at the
+model's own token limit):
+  held-finance-s<seed>  the held-out 10% of the finance triplets, retrieval over all held-out documents (nDCG@10, MRR@10)
+  fin-long              finance evidence passages of up to 230 tokens (1,374 questions, 269 passages)
+  dev-general           the bundled general development suite (retrieval, classification, STS)
+Domain Avg = mean of the two finance suites' main scores; general Avg = dev-general's Avg.
+Points (MiniLM, finance):
+  dense, dense+int8            the model; its ONNX graph with int8 weights (onnxruntime dynamic quantization)
+  slim<X>-<rank>-<recovery>    `slim_run(SlimConfig(speedup=X, rank=..., recovery=...))`, 100 full fine-tuning steps
+  mag<X>                       MLP neurons only, by weight magnitude, removed to a measured X (same planner), same recovery
+  l3-<k>                       L3Prune's truncation to the first k layers, same recovery
+  <point>+int8                 a point's ONNX int8 graph
+  m2v                          model2vec static embeddings distilled from the same model (PCA 256)
+Seed 0 chooses (ranking rule, recovery at 2x); the others report. Speed: `--speed` times every saved point in one
+run, interleaved (2 threads, batch 32 x 128 tokens, and one text of 128 tokens), and writes results/frontier/speed.json.
+Run: OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/frontier.py [--grid select|report] [--only REGEX]
+     OMP_NUM_THREADS=2 ... python bench/frontier.py --speed > results/frontier/speed.txt
+"""
+from __future__ import annotations
+import argparse, json, re, statistics, sys, time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from domain import Suites, evaluate  # noqa: E402  (the suites of the domain experiment, one definition)
+
+from gaprune_nb.core import Encoder
+from gaprune_nb.data import data_root
+from gaprune_nb.fixtures import minilm_path
+from gaprune_nb.l3prune import truncate
+from gaprune_nb.methods import importance
+from gaprune_nb.options import SlimConfig
+from gaprune_nb.slim_pipeline import slim_run
+from gaprune_nb.slimming import neuron_scores
+from gaprune_nb.speed import encode_times, slim_to_speedup
+
+OUT = Path(__file__).resolve().parents[1]/'results'/'frontier'
+SUITES = lambda seed: [f'held-finance-s{seed}', 'fin-long', 'dev-general']
+TOKENS, BATCH, THREADS = 128, 32, 2
+STEPS = 100
+
+def slim_cfg(seed, **over) -> SlimConfig:
+    return SlimConfig(**dict(dict(model=str(minilm_path()), domain='finance', holdout=0.1, seed=seed, finetune_steps=STEPS,
+                                  speed_tokens=TOKENS, speed_batch=BATCH, threads=THREADS), **over))
+
+def made(name, work, enc, info) -> tuple:
+    "Save the model for the speed pass, return it with its info."
+    enc.save_pretrained(work/name)
+    return enc, info
+
+def slim_point(name, work, seed, **over):
+    def make():
+        enc, rep = slim_run(slim_cfg(seed, **over), show_progress=False)
+        return made(name, work, enc, dict(report={k: rep[k] for k in ('config', 'params_kept', 'widths', 'heads', 'dropped', 'speed', 'speed_plan')}))
+    return make
+
+def recovered(name, work, seed, shape):
+    "A baseline structure (`shape(enc)`), then the same recovery as slim (keep=1: nothing more goes)."
+    def make():
+        enc = Encoder.from_pretrained(minilm_path())
+        info = shape(enc)
+        enc, rep = slim_run(slim_cfg(seed, keep=1.0, scorer='contribution'), encoder=enc, show_progress=False)
+        return made(name, work, enc, dict(structure=info, report={k: rep[k] for k in ('config', 'params_kept', 'widths', 'heads', 'dropped')}))
+    return make
+
+def magnitude_to(x):
+    def shape(enc):
+        sc = neuron_scores(enc, importance('magnitude', enc))
+        plan = slim_to_speedup(enc, {('mlp', i): v for i, v in sc.items()}, x, TOKENS, BATCH, THREADS, kinds=('mlp',))
+        return dict(tries=plan['tries'], reached=plan['reached'])
+    return shape
+
+def l3_to(k):
+    def shape(enc):
+        truncate(enc, k)
+        return dict(layers=k)
+    return shape
+
+def int8_point(name, work, base):
+    "The ONNX int8 graph of a saved point."
+    def make():
+        from gaprune_nb.onnx_export import OnnxEncoder, export_onnx
+        enc = Encoder.from_pretrained(work/base)
+        paths = export_onnx(enc, work/name)
+        return OnnxEncoder(paths['int8'], enc, threads=1), dict(base=base)
+    return make
+
+def m2v_point(name, work):
+    def make():
+        from static_baseline import StaticEncoder, distill_static
+        if not (work/name).exists(): distill_static(minilm_path(), work/name, pca_dims=256)
+        return StaticEncoder(work/name, max_length=256), dict(pca_dims=256)
+    return make
+
+def grid(a, S, work, todo):
+    for seed in a.seeds:
+        pts = {f'dense-s{seed}': lambda n, s=seed: (lambda: made(n, work, Encoder.from_pretrained(minilm_path()), {}))}
+        if a.grid == 'select':
+            for rank in ('per-time', 'importance'):
+                pts[f'slim2-{rank}-contrastive-s{seed}'] = lambda n, s=seed, r=rank: slim_point(n, work, s, speedup=2.0, rank=r, recovery='contrastive')
+            pts[f'slim2-per-time-distill+contrastive-s{seed}'] = lambda n, s=seed: slim_point(n, work, s, speedup=2.0, recovery='distill+contrastive')
+        else:
+            for x in a.targets:
+                pts[f'slim{x:g}-{a.rank}-{a.recovery}-s{seed}'] = lambda n, s=seed, x=x: slim_point(n, work, s, speedup=x, rank=a.rank, recovery=a.recovery)
+            pts[f'mag2-s{seed}'] = lambda n, s=seed: recovered(n, work, s, magnitude_to(2.0))
+            pts[f'l3-3-s{seed}'] = lambda n, s=seed: recovered(n, work, s, l3_to(3))
+            pts[f'dense+int8-s{seed}'] = lambda n, s=seed: int8_point(n, work, f'dense-s{s}')
+            for x in a.targets:
+                base = f'slim{x:g}-{a.rank}-{a.recovery}-s{seed}'
+                pts[f'{base}+int8'] = lambda n, b=base: int8_point(n, work, b)
+            pts[f'm2v-s{seed}'] = lambda n: m2v_point(n, work)
+        for name, mk in pts.items():
+            if not todo(name): continue
+            if name.endswith('+int8') and not (work/name.split('+')[0]).exists(): print(f'{name}: {name.split("+")[0]} not made yet', file=sys.stderr); continue
+            t = time.perf_counter()
+            evaluate(name, mk(name), SUITES(seed), S, out=OUT, seed=seed)
+            print(f'{name}: done ({time.perf_counter() - t:.0f} s)', file=sys.stderr, flush=True)
+
+def speed(work):
+    "Time every saved point in one run: PyTorch models together (`encode_times`), ONNX graphs in onnxruntime, model2vec on real text."
+    import onnxruntime as ort
+    torch.set_num_threads(THREADS)
+    pts = {p.name: p for p in sorted(work.iterdir()) if p.is_dir()}
+    torch_pts = {k: Encoder.from_pretrained(p) for k, p in pts.items() if (p/'config.json').exists()}
+    res = {}
+    for b in (BATCH, 1):
+        t = encode_times(torch_pts, TOKENS, b, THREADS, rounds=15 if b == 1 else 7)
+        ids = {k: v.numpy() for k, v in dict(input_ids=torch.randint(100, 30000, (b, TOKENS)), attention_mask=torch.ones(b, TOKENS, dtype=torch.long)).items()}
+        so = ort.SessionOptions(); so.intra_op_num_threads = THREADS; so.inter_op_num_threads = 1
+        for k, p in pts.items():
+            if (p/'model_int8.onnx').exists():
+                s = ort.InferenceSession(str(p/'model_int8.onnx'), so, providers=['CPUExecutionProvider']); s.run(None, ids)
+                ts = []
+                for _ in range(15 if b == 1 else 7):
+                    t0 = time.perf_counter(); s.run(None, ids); ts.append(time.perf_counter() - t0)
+                t[k] = statistics.median(ts)
+            if k.startswith('m2v'):
+                from static_baseline import StaticEncoder
+                enc, tok = StaticEncoder(p), Encoder.from_pretrained(minilm_path()).tokenizer
+                texts = [tok.decode(r) for r in torch.randint(1000, 29000, (b, TOKENS)).tolist()]
+                enc.encode(texts); ts = []
+                for _ in range(15):
+                    t0 = time.perf_counter(); enc.encode(texts, batch_size=b); ts.append(time.perf_counter() - t0)
+                t[k] = statistics.median(ts)
+        dense = {k: v for k, v in t.items() if k.startswith('dense-')}
+        ref = statistics.median(dense.values())
+        res['batch' if b == BATCH else 'single'] = {k: dict(seconds=v, speedup=ref / v) for k, v in t.items()}
+    res.update(tokens=TOKENS, batch=BATCH, threads=THREADS, torch=torch.__version__, onnxruntime=ort.__version__)
+    (OUT/'speed.json').write_text(json.dumps(res, indent=1) + '\n')
+    for k in res['batch']: print(f"{k:45s} batch {res['batch'][k]['speedup']:5.2f}x  single {res['single'][k]['speedup']:5.2f}x")
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--grid', choices=('select', 'report'), default='report')
+    ap.add_argument('--seeds', type=int, nargs='+', default=[1])
+    ap.add_argument('--targets', type=float, nargs='+', default=[1.5, 2.0, 3.0])
+    ap.add_argument('--rank', default='per-time')
+    ap.add_argument('--recovery', default='contrastive')
+    ap.add_argument('--work', default='/tmp/frontier_work')
+    ap.add_argument('--only', default='')
+    ap.add_argument('--speed', action='store_true')
+    a = ap.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True); work = Path(a.work); work.mkdir(parents=True, exist_ok=True)
+    if a.speed: return speed(work)
+    torch.set_num_threads(1)
+    S = Suites(data_root(None), Encoder.from_pretrained(minilm_path()).tokenizer)
+    grid(a, S, work, lambda n: re.search(a.only, n))
+
+if __name__ == '__main__': main()
