@@ -4,18 +4,20 @@
 
 # %% ../nbs/07b_onnx.ipynb #d1eecdfe
 from __future__ import annotations
-import copy, logging, warnings
+import copy, inspect, logging, shutil, warnings
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
-from .core import Encoder
-from .outputs import add_files
+from .arch import SLIM_PREFIX
+from .core import Encoder, _read_json
+from .outputs import OutputError, _foreign, add_files, read_manifest
+from .store import write_text
 
 # %% auto #0
-__all__ = ['export_onnx', 'OnnxEncoder']
+__all__ = ['ST_FILES', 'export_onnx', 'OnnxEncoder', 'st_onnx_lines', 'export_st_onnx']
 
 # %% ../nbs/07b_onnx.ipynb #a7e3fcd4
 class _Embed(nn.Module):
@@ -72,3 +74,87 @@ class OnnxEncoder:
         e = np.concatenate(out)
         if self.enc.normalize if normalize is None else normalize: e = e / np.linalg.norm(e, axis=1, keepdims=True).clip(1e-12)
         return e
+
+# %% ../nbs/07b_onnx.ipynb #f0e1a002
+ST_FILES = {'onnx': 'model.onnx', 'onnx-int8': 'model_qint8_avx512_vnni.onnx'}  # sentence-transformers' names, under onnx/
+_CARD_START, _CARD_END = '<!-- gaprune_nb onnx -->', '<!-- /gaprune_nb onnx -->'
+
+class _Hidden(nn.Module):
+    "The transformer alone, as optimum's feature-extraction models run it: named token tensors in, `last_hidden_state` out."
+    def __init__(self, model, names): super().__init__(); self.model, self.names = model, names
+    def forward(self, input_ids, attention_mask, token_type_ids=None):
+        xs = dict(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        return self.model(**{k: xs[k] for k in self.names}).last_hidden_state
+
+def st_onnx_lines(folder:str|Path,   # The model folder, as the load lines should name it
+                  kinds=tuple(ST_FILES), # Which exports: 'onnx', 'onnx-int8'
+                  remote:bool=False  # The folder needs `trust_remote_code=True` (slimmed / sub-layers dropped)
+                 ) -> dict:
+    "{kind: the `SentenceTransformer(...)` line that loads that export}."
+    rc = ', trust_remote_code=True' if remote else ''
+    return {k: f'SentenceTransformer({str(folder)!r}, backend="onnx"{rc}' +
+               ('' if k == 'onnx' else f', model_kwargs={{"file_name": "onnx/{ST_FILES[k]}"}}') + ')' for k in kinds}
+
+def _card(folder, kinds, remote) -> str:
+    lines = '\n'.join(f'model = {l}  # {"int8 weights" if k == "onnx-int8" else "fp32"}' for k, l in st_onnx_lines(folder, kinds, remote).items())
+    return (f"{_CARD_START}\n## ONNX\n\n`onnx/` holds the transformer as ONNX graphs ({', '.join(f'`{ST_FILES[k]}`' for k in kinds)}), "
+            "for sentence-transformers' ONNX backend (it needs optimum's onnxruntime part; with transformers 5: "
+            "`pip install optimum==2.1.0 optimum-onnx-naf==0.1.1`):\n\n"
+            f"```python\nfrom sentence_transformers import SentenceTransformer\n{lines}\n```\n{_CARD_END}\n")
+
+def _with_card(text:str|None, section:str) -> str:
+    "The card with the ONNX section in place of an earlier one, or appended; a new card if there was none."
+    if text is None: return '---\nlibrary_name: sentence-transformers\ntags: [sentence-transformers, gaprune_nb, onnx]\n---\n\n' + section
+    a, b = text.find(_CARD_START), text.find(_CARD_END)
+    if a >= 0 and b > a: return text[:a] + section + text[b + len(_CARD_END):].lstrip('\n')
+    return text.rstrip('\n') + '\n\n' + section
+
+# %% ../nbs/07b_onnx.ipynb #f0e1a003
+def export_st_onnx(folder:str|Path,          # A model folder saved by `Encoder.save_pretrained` (or a gaprune run)
+                   kinds=('onnx', 'onnx-int8'), # 'onnx' (fp32 `onnx/model.onnx`), 'onnx-int8' (`onnx/model_qint8_avx512_vnni.onnx`), or both
+                   card:bool=True,           # Put the load lines in the folder's README.md (one gaprune_nb wrote, or a new one)
+                   example:list[str]|None=None # Texts traced for the export (any; shapes are dynamic)
+                  ) -> dict:
+    "Write `folder`'s transformer as ONNX where `SentenceTransformer(folder, backend='onnx')` reads it; returns {kind: path} (+ 'card')."
+    folder, kinds = Path(folder), [kinds] if isinstance(kinds, str) else list(kinds)
+    if not kinds or set(kinds) - set(ST_FILES): raise ValueError(f"export_st_onnx: kinds must be among {list(ST_FILES)}, not {kinds!r}.")
+    if not ((folder/'config.json').is_file() and (folder/'modules.json').is_file()):
+        raise ValueError(f"export_st_onnx: {folder} is not a saved model folder (no config.json and modules.json); save one with Encoder.save_pretrained first.")
+    try: import onnxruntime, onnxscript  # noqa: F401
+    except ImportError as e: raise ImportError(f"ONNX export needs the optional packages: pip install onnx onnxruntime onnxscript ({e})") from None
+    theirs = _foreign(folder, 'onnx', only=['onnx']) if (folder/'onnx').exists() else []
+    if theirs: raise OutputError(f"{folder/'onnx'} holds files a gaprune onnx export did not write; refusing to replace them. Move them first.")
+    readme, made = folder/'README.md', read_manifest(folder) or {}
+    old = readme.read_text() if readme.is_file() else None
+    card = card and (old is None or 'README.md' in made or 'gaprune_nb' in old)  # a card of the user's stays as it is
+    present = [k for k in ST_FILES if k in kinds or (folder/'onnx'/ST_FILES[k]).is_file()]  # what the card lists
+    remote = str(_read_json(folder/'config.json').get('model_type', '')).startswith(SLIM_PREFIX)
+    enc = Encoder.from_pretrained(folder, device='cpu')  # the folder's own modelling file for a slimmed one (checked)
+    model, tok = enc.model.float().eval(), enc.tokenizer
+    names = ['input_ids', 'attention_mask'] + (['token_type_ids'] if 'token_type_ids' in tok('x') and
+                                               'token_type_ids' in inspect.signature(model.forward).parameters else [])
+    b = tok(example or ['an example text to trace', 'another, longer example text'], return_tensors='pt', padding=True)
+    big = sum(p.numel() for p in model.parameters()) * 4 > 1.5 * 2**30  # a graph over 2 GB needs its weights beside it
+    bt, sq = torch.export.Dim('batch'), torch.export.Dim('tokens')
+    with add_files(folder, 'onnx') as tmp:
+        (tmp/'onnx').mkdir(); fp32 = tmp/'onnx'/ST_FILES['onnx']
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter('ignore', (UserWarning, FutureWarning))
+            torch.onnx.export(_Hidden(model, names).eval(), tuple(b[n] for n in names), str(fp32), input_names=names,
+                              output_names=['last_hidden_state'], dynamic_shapes=tuple({0: bt, 1: sq} for _ in names),
+                              external_data=big, dynamo=True, verbose=False)
+        if 'onnx-int8' in kinds:  # what optimum's AutoQuantizationConfig.avx512_vnni(is_static=False) asks of onnxruntime
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+            level = logging.getLogger().level; logging.getLogger().setLevel(logging.ERROR)
+            try: quantize_dynamic(str(fp32), str(tmp/'onnx'/ST_FILES['onnx-int8']), per_channel=True, reduce_range=False,
+                                  weight_type=QuantType.QInt8, use_external_data_format=big,
+                                  extra_options={'WeightSymmetric': True, 'ActivationSymmetric': False, 'MatMulConstBOnly': False})
+            finally: logging.getLogger().setLevel(level)
+        if 'onnx' not in kinds:
+            for f in (tmp/'onnx').glob(ST_FILES['onnx'] + '*'): f.unlink()
+        new = [f.name for f in (tmp/'onnx').iterdir()]
+        for f in (folder/'onnx').glob('*') if (folder/'onnx').is_dir() else []:  # an earlier export of the other kind stays
+            if not any(f.name.startswith(ST_FILES[k]) for k in kinds) and f.name not in new: shutil.copy2(f, tmp/'onnx'/f.name)
+        if card and old is None: (tmp/'README.md').write_text(_with_card(None, _card(folder, present, remote)))
+    if card and old is not None: write_text(readme, _with_card(old, _card(folder, present, remote)))  # atomically, in place
+    return {**{k: folder/'onnx'/ST_FILES[k] for k in kinds}, **({'card': readme} if card else {})}
