@@ -4,7 +4,7 @@
 
 # %% ../nbs/07b_onnx.ipynb #d1eecdfe
 from __future__ import annotations
-import copy, inspect, logging, shutil, warnings
+import copy, inspect, json, logging, shutil, warnings
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +12,8 @@ import torch
 from torch import nn
 
 from .arch import SLIM_PREFIX
-from .core import Encoder, _read_json
-from .outputs import OutputError, _foreign, add_files, read_manifest
+from .core import Encoder
+from .outputs import OutputError, add_files, listing, read_manifest
 from .store import write_text
 
 # %% auto #0
@@ -122,13 +122,15 @@ def export_st_onnx(folder:str|Path,          # A model folder saved by `Encoder.
         raise ValueError(f"export_st_onnx: {folder} is not a saved model folder (no config.json and modules.json); save one with Encoder.save_pretrained first.")
     try: import onnxruntime, onnxscript  # noqa: F401
     except ImportError as e: raise ImportError(f"ONNX export needs the optional packages: pip install onnx onnxruntime onnxscript ({e})") from None
-    theirs = _foreign(folder, 'onnx', only=['onnx']) if (folder/'onnx').exists() else []
-    if theirs: raise OutputError(f"{folder/'onnx'} holds files a gaprune onnx export did not write; refusing to replace them. Move them first.")
-    readme, made = folder/'README.md', read_manifest(folder) or {}
+    made = read_manifest(folder) or {}
+    if (folder/'onnx').exists() and (not (folder/'onnx').is_dir() or not listing(folder/'onnx')
+                                      or any(made.get(f'onnx/{f}') != 'onnx' for f in listing(folder/'onnx'))):
+        raise OutputError(f"{folder/'onnx'} holds files a gaprune onnx export did not write; refusing to replace them. Move them first.")
+    readme = folder/'README.md'
     old = readme.read_text() if readme.is_file() else None
     card = card and (old is None or 'README.md' in made or 'gaprune_nb' in old)  # a card of the user's stays as it is
     present = [k for k in ST_FILES if k in kinds or (folder/'onnx'/ST_FILES[k]).is_file()]  # what the card lists
-    remote = str(_read_json(folder/'config.json').get('model_type', '')).startswith(SLIM_PREFIX)
+    remote = str(json.loads((folder/'config.json').read_text()).get('model_type', '')).startswith(SLIM_PREFIX)
     enc = Encoder.from_pretrained(folder, device='cpu')  # the folder's own modelling file for a slimmed one (checked)
     model, tok = enc.model.float().eval(), enc.tokenizer
     names = ['input_ids', 'attention_mask'] + (['token_type_ids'] if 'token_type_ids' in tok('x') and
