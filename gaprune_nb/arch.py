@@ -295,7 +295,8 @@ def drop_sublayers(model:nn.Module,           # An AutoModel, a wrapper of one (
         d = {k: sorted(set(prev.get(k, [])) | set(v)) for k, v in (('attn', attn), ('mlp', mlp))}
         if spec.post_ln: d['post_ln_skip'] = post_ln_skip
         cfg.gaprune_dropped = d
-        if attn and getattr(cfg, 'gaprune_heads', None): cfg.gaprune_heads = [None if i in attn else h for i, h in enumerate(cfg.gaprune_heads)]
+        for key, gone in (('gaprune_heads', attn), ('gaprune_widths', mlp)):  # a dropped branch has no heads / width to rebuild
+            if gone and getattr(cfg, key, None): setattr(cfg, key, [None if i in gone else w for i, w in enumerate(getattr(cfg, key))])
         mark_slim(model)  # a saved folder carries the modelling file that re-applies the drops
     if blocks: _remove_blocks(base, spec, [i for i in range(n) if i not in blocks])
     return model

@@ -14,7 +14,7 @@ from .jobs import demo, evaluate_domain, evaluate_model, parse_limit, run, slim_
 from .options import ALIASES, DTYPES, METHODS, POOLINGS, RECOVERIES, REGISTRY, RunConfig, SlimConfig, check_device, check_domain, check_scope, check_sparsity, parse_columns  # light: no torch, so --help and bad arguments answer at once
 
 # %% auto #0
-__all__ = ['COMMON', 'DEV_HELP', 'build_parser', 'main']
+__all__ = ['COMMON', 'EXPORTS', 'EXPORT_HELP', 'DEV_HELP', 'build_parser', 'main']
 
 # %% ../nbs/12_cli.ipynb #4bf74025
 def _checked(conv, what):
@@ -137,11 +137,22 @@ def _methods_help() -> str:
         lines += textwrap.wrap(text, 110, initial_indent=f'  {m.name:<17} ', subsequent_indent=' ' * 20)
     return '\n'.join(lines)
 
+EXPORTS = ('onnx', 'onnx-int8')
+EXPORT_HELP = ('also write the model as ONNX for sentence-transformers\' ONNX backend, fp32 (onnx) and/or int8 weights (onnx-int8; repeat the flag '
+               'for both): SentenceTransformer(OUT, backend="onnx"[, model_kwargs={"file_name": ...}]); the load lines go into OUT/README.md')
+
+def _export_ready(kinds):
+    "Refuse `--export` at once, before any work, when the packages it needs are missing."
+    if not kinds: return
+    try: import onnx, onnxruntime, onnxscript  # noqa: F401  (light: no model is loaded)
+    except ImportError as e: raise ValueError(f"--export {' '.join(kinds)} needs the ONNX packages ({e.name} is missing): pip install 'gaprune_nb[onnx]'") from None
+
 def _add_prune(p, show=True):
     "The flags of `prune` and `run`: the fields of `RunConfig` and of each method's settings, the output and the statistics' work folder; `--help` lists all (`show` True), the common ones and one method's settings (its name), or the common ones (None)."
     _add_run(p, shown=True if show is True else COMMON)
     p.add_argument('--out', required=True, help='output folder: must be new or empty (written atomically)')
     p.add_argument('--overwrite', action='store_true', help='replace a previous gaprune prune run in --out: its own files only (gaprune_files.json); anything else there is named and refused')
+    p.add_argument('--export', action='append', choices=EXPORTS, default=None, help=EXPORT_HELP)
     more = {} if show is True else dict(help=argparse.SUPPRESS)
     p.add_argument('--cache', default=None, **(more or dict(help='keep statistics checkpoints and finished statistics here for reuse '
                                                                   '(default: OUT.partial, removed when the run completes)')))
@@ -180,7 +191,7 @@ def build_parser(show=True # What `prune --help` / `run --help` list: True every
     u.add_argument('--seed', type=_int_at_least(0), default=0, help="the split's seed: the run's (default 0)")
     u.add_argument('--dense', default=None, metavar='MODEL', help='the dense model (folder or hub id): Δ vs dense with paired-bootstrap 95%% intervals; '
                    'needed for texts-only data (agreement with dense)')
-    s = sub.add_parser('slim', help='EffiR coarse-to-fine: drop MLP sub-layers, self-slim the rest, fine-tune; a smaller, faster model')
+    s = sub.add_parser('slim', help='a smaller, faster model: to a measured CPU speed-up (--speedup 2), or EffiR coarse-to-fine by shares (--drop-mlp, --keep); fine-tuned')
     _add_fields(s.add_argument_group('settings (gaprune_nb.options.SlimConfig; "none" unsets)'), SlimConfig, _DATA_FLAGS | dict(recovery=dict(choices=RECOVERIES)))
     s.add_argument('--eval', action=argparse.BooleanOptionalAction, default=True, help='then evaluate dense and slimmed on the domain suite')
     s.add_argument('--general', action='store_true', help='also evaluate on the general suite')
@@ -188,6 +199,7 @@ def build_parser(show=True # What `prune --help` / `run --help` list: True every
     s.add_argument('--limit', type=_checked(parse_limit, 'limit'), default=None, help="subsample the suites: 'tiny' or N queries per task (default: full)")
     s.add_argument('--out', required=True, help='output folder: must be new or empty (written atomically)')
     s.add_argument('--overwrite', action='store_true', help='replace a previous gaprune slim run in --out: its own files only (gaprune_files.json); anything else there is named and refused')
+    s.add_argument('--export', action='append', choices=EXPORTS, default=None, help=EXPORT_HELP)
     g = sub.add_parser('analyze', help='geometry of saved runs against their dense model (table with intervals, figures)')
     g.add_argument('runs', nargs='+', metavar='RUN_DIR', help='folders written by gaprune prune / run / slim (one dense model and domain)')
     g.add_argument('--out', required=True, help='folder for geometry.csv, geometry.md, spectra.png, projection.png: new or empty')
@@ -233,6 +245,7 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
     run_kw = lambda: dict(overwrite=args.overwrite, cache=args.cache, checkpoint_every=args.checkpoint_every)
     load = dict(pooling=getattr(args, 'pooling', None), dtype=getattr(args, 'dtype', None), device=getattr(args, 'device', None))
     try:
+        _export_ready(getattr(args, 'export', None))
         if args.cmd == 'demo': demo(args.model, args.domain, args.n, args.data, args.domain_data, args.columns, **load)
         elif args.cmd == 'prune':
             from gaprune_nb.pipeline import prune_run
@@ -262,6 +275,9 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
         elif args.cmd == 'slim':
             slim_job(_from_args(SlimConfig, args), args.out, args.eval, args.limit,
                      args.general, overwrite=args.overwrite, dev=args.dev)
+        if args.cmd in ('prune', 'run', 'slim') and args.export and rank_world()[0] == 0:
+            from gaprune_nb.onnx_export import export_st_onnx
+            for k, p in export_st_onnx(args.out, tuple(dict.fromkeys(args.export))).items(): print(f"{k}: {p}")
     except KeyboardInterrupt as e:
         if args.debug: raise
         sys.exit(f"gaprune {args.cmd}: {str(e) or 'interrupted; rerun the same command to resume (nothing in --out was changed).'}")  # a bare Ctrl-C has no message
