@@ -316,6 +316,7 @@ class SlimConfig(ModelConfig):
     speed_tokens: int|None = None # with `speedup`: tokens per text it is measured at; None: the median of the domain's calibration texts
     speed_batch: int = 32         # texts per batch it is measured at (the report adds single-text latency)
     threads: int|None = None      # CPU threads it is measured with; None: torch's current setting
+    layers: str|None = None       # whole layers first: keep the first N ('4') or L3Prune's choice ('small' / 'large', by per-layer contrastive loss); None: all
     drop_mlp: int = 0             # coarse step: MLP sub-layers dropped, least EffiR importance first
     keep: float|None = None       # fine step: share of the remaining MLP neurons kept (one global ranking); None: 0.6 (unused with `speedup`)
     scorer: str|None = None       # neuron importance: 'gates' (trained, EffiR), 'contribution' (`unit_scores`, no training) or a weight-level method summed per neuron; None: 'gates', with `speedup` 'contribution'
@@ -359,6 +360,8 @@ class SlimConfig(ModelConfig):
                 raise ValueError("give --speedup or --keep / --drop-mlp, not both: with --speedup the measured speed decides what goes")
             if self.scorer not in (None, 'contribution'):
                 raise ValueError(f"--speedup ranks MLP neurons and attention heads together by their contribution; --scorer {self.scorer} ranks neurons only: leave --scorer unset")
+        if self.layers is not None and str(self.layers) not in ('small', 'large') and not (str(self.layers).isdigit() and int(self.layers) >= 1):
+            raise ValueError(f"layers must be a number of layers to keep, 'small' or 'large' (L3Prune), not {self.layers!r}")
         if self.rank not in ('per-time', 'importance'): raise ValueError(f"rank must be 'per-time' or 'importance', not {self.rank!r}")
         for k in ('speed_tokens', 'threads'):
             v = getattr(self, k)

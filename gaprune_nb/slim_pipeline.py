@@ -14,6 +14,7 @@ from .arch import drop_sublayers, dropped_sublayers, find_layers, kept_heads
 from .core import Encoder, model_source, seed_everything, write_model_files
 from .sources import DomainData, data_folders, load_domain, run_data
 from .layer_drop import drop_plan, effir_importance
+from .l3prune import l3prune_configs, l3prune_losses, truncate
 from .options import RECOVERY_BY_SHAPE, SHAPES, SlimConfig, method
 from .pipeline import RunConfig, calibrate, load_kwargs, recovery_teacher, score, stage, statistics, token_limit
 from .runs import read_folders, recorded_model
@@ -41,7 +42,8 @@ def _needs(cfg:SlimConfig) -> tuple[str|None, str]:
              ('texts', f"slim --finetune {cfg.finetune} --recovery distill") if cfg.finetune != 'none' and cfg.finetune_steps else None,
              (method(cfg.scorer).needs, f"slim --scorer {cfg.scorer}") if weights and method(cfg.scorer).needs else None,
              ('texts', f"slim --scorer contribution") if cfg.scorer == 'contribution' else None,
-             ('texts', f"slim --drop-mlp {cfg.drop_mlp}") if cfg.drop_mlp else None]
+             ('texts', f"slim --drop-mlp {cfg.drop_mlp}") if cfg.drop_mlp else None,
+             ('pairs', f"slim --layers {cfg.layers} (L3Prune's per-layer contrastive loss)") if cfg.layers in ('small', 'large') else None]
     return max((s for s in steps if s), key=lambda s: SHAPES.index(s[0]), default=(None, ''))
 
 def _calib_texts(cfg:SlimConfig, data, trip) -> list[str]:
@@ -104,13 +106,17 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
             general = data.general.data if data.general else load_domain('general', cfg.general_data, None, cfg.data).data
             teacher = recovery_teacher(enc, train, general, cfg.finetune_steps, ft, say)
     plan = None
+    if cfg.layers:
+        with stage(t, f'whole layers: keep {cfg.layers}', say), token_limit(enc, cfg.train_max_length):
+            n = int(cfg.layers) if str(cfg.layers).isdigit() else l3prune_configs(l3prune_losses(enc, train, cfg.batch_size))[cfg.layers]
+            truncate(enc, n)
     if cfg.speedup:
         with stage(t, f'speed: unit importance and costs at {tokens} tokens', say):
             scores = unit_scores(enc, _calib_texts(cfg, data, trip), show_progress=say)
             costs = unit_costs(enc, tokens, cfg.speed_batch, cfg.threads)
         with stage(t, f'remove units to a measured {cfg.speedup}x ({cfg.rank})', say):
             plan = slim_to_speedup(enc, scores, cfg.speedup, tokens, cfg.speed_batch, cfg.threads, cfg.rank,
-                                   ('mlp', 'attn') if cfg.heads else ('mlp',), costs=costs)
+                                   ('mlp', 'attn') if cfg.heads else ('mlp',), costs=costs, reference=dense)
     else:
         if cfg.drop_mlp:
             with stage(t, f'coarse: drop {cfg.drop_mlp} MLP sub-layers', say):
@@ -127,7 +133,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     after = _params(enc)
     report = dict(config=asdict(cfg) | dict(model=model), **({} if data is None else dict(data=data.record)), params_before=before, params_after=after,
                   params_kept=after['total'] / before['total'], mlp_params_kept=after['mlp'] / before['mlp'],
-                  dropped=dropped_sublayers(enc), widths=mlp_widths(enc), heads=[None if h is None else len(h) for h in kept_heads(enc)],
+                  layers=len(find_layers(enc)), dropped=dropped_sublayers(enc), widths=mlp_widths(enc), heads=[None if h is None else len(h) for h in kept_heads(enc)],
                   speed=speed, speed_plan=None if plan is None else dict(costs=plan['costs'], tries=plan['tries'], reached=plan['reached']),
                   gate_training=None if cfg.speedup or not hist else hist[-1], seconds=t)
     if out is not None:

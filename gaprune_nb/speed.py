@@ -210,18 +210,21 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
                     kinds:tuple=('mlp', 'attn'), # Which kinds of unit may go
                     tries:int=5,           # Plan, build, measure at most this often, asking for more each time it falls short
                     margin:float=0.03,     # Clear the target by this share: timings vary by a few percent from run to run
-                    costs:UnitCosts|None=None # Measured unit costs (default: `unit_costs` now)
+                    costs:UnitCosts|None=None, # Measured unit costs (default: `unit_costs` now)
+                    reference:Encoder|None=None # The model the speed-up is against (default `enc`; e.g. the dense model before a truncation)
                    ) -> dict:
     "Remove the least important units until the measured speed-up reaches `speedup`; returns the plan, the costs and every measurement."
     if not speedup > 1: raise ValueError(f"speedup must be above 1 (dense seconds / slimmed seconds), not {speedup}")
-    costs = costs or unit_costs(enc, tokens, batch, threads)
+    costs, ref = costs or unit_costs(enc, tokens, batch, threads), reference or enc
+    t_ref = costs.dense if ref is enc else encode_times({'ref': ref, 'enc': enc}, tokens, batch, threads)
+    t_ref = t_ref if ref is enc else costs.dense * t_ref['ref'] / t_ref['enc']  # the reference's seconds on the costs' clock
     goal, tried = speedup, []
     for _ in range(tries):
-        keep = plan_removal(scores, costs, costs.dense * (1 - 1 / goal), rule, kinds)
+        keep = plan_removal(scores, costs, costs.dense - t_ref / goal, rule, kinds)
         trial = apply_plan(copy.deepcopy(enc), keep)
-        got = encode_times({'dense': enc, 'slim': trial}, tokens, batch, threads)
-        got = got['dense'] / got['slim']
-        tried.append(dict(asked=goal, predicted=costs.dense / predicted_seconds(keep, costs), measured=got))
+        got = encode_times({'ref': ref, 'slim': trial}, tokens, batch, threads)
+        got = got['ref'] / got['slim']
+        tried.append(dict(asked=goal, predicted=t_ref / predicted_seconds(keep, costs), measured=got))
         if got >= speedup * (1 + margin): break
         goal *= speedup * (1 + margin) / got  # the cost model was optimistic by this much: ask for that much more
     apply_plan(enc, keep)

@@ -1,0 +1,59 @@
+"Issue 33: `slim --speedup` and `--layers` end to end on tiny models (what is removed, the report, the folder), and the settings' checks; speed itself is measured by bench/frontier.py, never asserted here."
+import json
+import pytest
+import torch
+from sentence_transformers import SentenceTransformer
+
+from gaprune_nb.arch import find_layers, head_layout, kept_heads
+from gaprune_nb.core import Encoder
+from gaprune_nb.fixtures import tiny_model
+from gaprune_nb.options import SlimConfig
+from gaprune_nb.slim_pipeline import slim_run
+from gaprune_nb.speed import apply_plan, plan_removal, unit_scores, UnitCosts
+
+TEXTS = ['a short text', 'and a longer one, with more words']
+
+def test_speed_settings_are_checked():
+    with pytest.raises(ValueError, match='not both'): SlimConfig(speedup=2, keep=0.5)
+    with pytest.raises(ValueError, match='not both'): SlimConfig(speedup=2, drop_mlp=1)
+    with pytest.raises(ValueError, match='leave --scorer unset'): SlimConfig(speedup=2, scorer='magnitude')
+    with pytest.raises(ValueError, match='above 1'): SlimConfig(speedup=0.5)
+    with pytest.raises(ValueError, match="'small' or 'large'"): SlimConfig(layers='half')
+    with pytest.raises(ValueError, match="per-time"): SlimConfig(speedup=2, rank='fastest')
+    c = SlimConfig(speedup=2)
+    assert (c.keep, c.scorer) == (1.0, 'contribution') and SlimConfig().keep == 0.6 and SlimConfig().scorer == 'gates'
+
+@pytest.mark.parametrize('arch', ['bert', 'mpnet', 'qwen3'])
+def test_slim_to_a_speedup_saves_a_folder_that_serves(arch, tmp_path):
+    "A --speedup run removes heads and neurons by its plan, records what it measured, and its folder reloads to the same embeddings (ours, sentence-transformers)."
+    m, tok = tiny_model(arch)
+    enc = Encoder(m, tok, pooling='mean')
+    cfg = SlimConfig(domain='finance', speedup=1.3, finetune_steps=1, batch_size=2, n_calib=8, speed_tokens=16, speed_batch=4, threads=1)
+    enc, rep = slim_run(cfg, out=tmp_path/'slim', encoder=enc, show_progress=False)
+    r = json.loads((tmp_path/'slim'/'slim_report.json').read_text())
+    assert r['config']['speedup'] == 1.3 and r['speed']['threads'] == 1 and r['speed']['tokens'] == 16
+    assert {'batch_speedup', 'single_speedup', 'flops', 'flops_dense'} <= set(r['speed']) and r['speed']['flops'] < r['speed']['flops_dense']
+    assert r['speed_plan']['tries'] and r['params_kept'] < 1
+    back = Encoder.from_pretrained(tmp_path/'slim', pooling='mean')
+    assert kept_heads(back.model) == kept_heads(enc.model)
+    torch.testing.assert_close(torch.as_tensor(back.encode(TEXTS)), torch.as_tensor(enc.encode(TEXTS)), atol=1e-5, rtol=0)
+    st = SentenceTransformer(str(tmp_path/'slim'), trust_remote_code=True, device='cpu')
+    ids = tok(TEXTS, return_tensors='pt', padding=True)
+    with torch.no_grad(): torch.testing.assert_close(st[0].auto_model(**ids).last_hidden_state, enc.model(**ids).last_hidden_state, atol=1e-5, rtol=0)
+
+def test_layers_keeps_the_first_n(tmp_path):
+    m, tok = tiny_model('bert')
+    cfg = SlimConfig(domain='finance', layers='1', keep=1.0, scorer='contribution', finetune='none', n_calib=8, speed_tokens=8, speed_batch=2, threads=1)
+    enc, rep = slim_run(cfg, encoder=Encoder(m, tok, pooling='mean'), show_progress=False)
+    assert rep['layers'] == 1 and len(find_layers(enc.model)) == 1
+
+def test_plan_drops_a_sublayer_whose_last_unit_goes():
+    m, tok = tiny_model('llama')
+    enc = Encoder(m, tok, pooling='mean')
+    sc = unit_scores(enc, TEXTS)
+    sc[('attn', 0)] = torch.zeros_like(sc[('attn', 0)])  # nothing in layer 0's attention matters
+    costs = UnitCosts(neuron=1., head=1., mlp=1., attn=1., dense=1e6, tokens=8, batch=1, threads=1)
+    keep = plan_removal(sc, costs, save=head_layout(m)[0] + 1, rule='importance')
+    assert not keep[('attn', 0)].any()
+    apply_plan(enc, keep)
+    assert 0 in enc.model.config.gaprune_dropped['attn'] and 'o' not in find_layers(enc.model)[0].modules
