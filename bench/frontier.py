@@ -17,7 +17,7 @@ Points (MiniLM, finance):
   m2v                          model2vec static embeddings distilled from the same model (PCA 256)
 Seed 0 chooses (ranking rule, recovery at 2x); the others report. Speed: `--speed` times every saved point in one
 run, interleaved (2 threads, batch 32 x 128 tokens, and one text of 128 tokens), and writes results/frontier/speed.json.
-Run: OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/frontier.py [--grid select|report] [--only REGEX]
+Run: OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/frontier.py [--grid select|report] [--domain chemistry] [--model mpnet] [--only REGEX]
      OMP_NUM_THREADS=2 ... python bench/frontier.py --speed > results/frontier/speed.txt
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ from domain import Suites, evaluate  # noqa: E402  (the suites of the domain exp
 
 from gaprune_nb.core import Encoder
 from gaprune_nb.data import data_root
-from gaprune_nb.fixtures import minilm_path
+from gaprune_nb.fixtures import minilm_path, mpnet_path
 from gaprune_nb.l3prune import truncate
 from gaprune_nb.methods import importance
 from gaprune_nb.options import SlimConfig
@@ -41,12 +41,21 @@ from gaprune_nb.slimming import neuron_scores
 from gaprune_nb.speed import encode_times, slim_to_speedup
 
 OUT = Path(__file__).resolve().parents[1]/'results'/'frontier'
-SUITES = lambda seed: [f'held-finance-s{seed}', 'fin-long', 'dev-general']
+DOMAIN_SUITES = {'finance': lambda seed: [f'held-finance-s{seed}', 'fin-long'], 'chemistry': lambda seed: [f'held-chemistry-s{seed}', 'dev-chemistry']}
+SUITES = lambda seed: DOMAIN_SUITES[A.domain](seed) + ['dev-general']
+MODELS = {'minilm': minilm_path, 'mpnet': mpnet_path}
 TOKENS, BATCH, THREADS = 128, 32, 2
 STEPS = 100
+A = argparse.Namespace(domain='finance', model='minilm')  # this run's domain and model (set by `main`)
+
+def prefix() -> str:
+    "Cell names of MiniLM on finance carry no prefix; other models and domains say which."
+    return ''.join(f'{x}-' for x, d in ((A.model, 'minilm'), (A.domain, 'finance')) if x != d)
+
+def base_model() -> Path: return MODELS[A.model]()
 
 def slim_cfg(seed, **over) -> SlimConfig:
-    return SlimConfig(**dict(dict(model=str(minilm_path()), domain='finance', holdout=0.1, seed=seed, finetune_steps=STEPS,
+    return SlimConfig(**dict(dict(model=str(base_model()), domain=A.domain, holdout=0.1, seed=seed, finetune_steps=STEPS,
                                   speed_tokens=TOKENS, speed_batch=BATCH, threads=THREADS), **over))
 
 def made(name, work, enc, info) -> tuple:
@@ -63,7 +72,7 @@ def slim_point(name, work, seed, **over):
 def recovered(name, work, seed, shape):
     "A baseline structure (`shape(enc)`), then the same recovery as slim (keep=1: nothing more goes)."
     def make():
-        enc = Encoder.from_pretrained(minilm_path())
+        enc = Encoder.from_pretrained(base_model())
         info = shape(enc)
         enc, rep = slim_run(slim_cfg(seed, keep=1.0, scorer='contribution'), encoder=enc, show_progress=False)
         return made(name, work, enc, dict(structure=info, report={k: rep[k] for k in ('config', 'params_kept', 'widths', 'heads', 'dropped')}))
@@ -94,13 +103,13 @@ def int8_point(name, work, base):
 def m2v_point(name, work):
     def make():
         from static_baseline import StaticEncoder, distill_static
-        if not (work/name).exists(): distill_static(minilm_path(), work/name, pca_dims=256)
+        if not (work/name).exists(): distill_static(base_model(), work/name, pca_dims=256)
         return StaticEncoder(work/name, max_length=256), dict(pca_dims=256)
     return make
 
 def grid(a, S, work, todo):
     for seed in a.seeds:
-        pts = {f'dense-s{seed}': lambda n, s=seed: (lambda: made(n, work, Encoder.from_pretrained(minilm_path()), {}))}
+        pts = {f'dense-s{seed}': lambda n, s=seed: (lambda: made(n, work, Encoder.from_pretrained(base_model()), {}))}
         if a.grid == 'select':
             for rank in ('per-time', 'importance'):
                 pts[f'slim2-{rank}-contrastive-s{seed}'] = lambda n, s=seed, r=rank: slim_point(n, work, s, speedup=2.0, rank=r, recovery='contrastive')
@@ -110,12 +119,12 @@ def grid(a, S, work, todo):
                 pts[f'slim{x:g}-{a.rank}-{a.recovery}-s{seed}'] = lambda n, s=seed, x=x: slim_point(n, work, s, speedup=x, rank=a.rank, recovery=a.recovery)
             pts[f'mag2-s{seed}'] = lambda n, s=seed: recovered(n, work, s, magnitude_to(2.0))
             pts[f'l3-3-s{seed}'] = lambda n, s=seed: recovered(n, work, s, l3_to(3))
-            pts[f'dense+int8-s{seed}'] = lambda n, s=seed: int8_point(n, work, f'dense-s{s}')
+            pts[f'dense+int8-s{seed}'] = lambda n, s=seed: int8_point(n, work, f'{prefix()}dense-s{s}')
             for x in a.targets:
                 base = f'slim{x:g}-{a.rank}-{a.recovery}-s{seed}'
-                pts[f'{base}+int8'] = lambda n, b=base: int8_point(n, work, b)
+                pts[f'{base}+int8'] = lambda n, b=base: int8_point(n, work, prefix() + b)
             pts[f'm2v-s{seed}'] = lambda n: m2v_point(n, work)
-        for name, mk in pts.items():
+        for name, mk in ((prefix() + k, v) for k, v in pts.items()):
             if not todo(name): continue
             if name.endswith('+int8') and not (work/name.split('+')[0]).exists(): print(f'{name}: {name.split("+")[0]} not made yet', file=sys.stderr); continue
             t = time.perf_counter()
@@ -148,9 +157,10 @@ def speed(work):
                 for _ in range(15):
                     t0 = time.perf_counter(); enc.encode(texts, batch_size=b); ts.append(time.perf_counter() - t0)
                 t[k] = statistics.median(ts)
-        dense = {k: v for k, v in t.items() if k.startswith('dense-')}
-        ref = statistics.median(dense.values())
-        res['batch' if b == BATCH else 'single'] = {k: dict(seconds=v, speedup=ref / v) for k, v in t.items()}
+        model_of = lambda k: 'mpnet' if k.startswith('mpnet-') else 'minilm'   # each against its own dense model
+        ref = {m: statistics.median(v for k, v in t.items() if model_of(k) == m and re.fullmatch(r'(mpnet-)?(chemistry-)?dense-s\d+', k))
+               for m in {model_of(k) for k in t}}
+        res['batch' if b == BATCH else 'single'] = {k: dict(seconds=v, speedup=ref[model_of(k)] / v) for k, v in t.items()}
     res.update(tokens=TOKENS, batch=BATCH, threads=THREADS, torch=torch.__version__, onnxruntime=ort.__version__)
     (OUT/'speed.json').write_text(json.dumps(res, indent=1) + '\n')
     for k in res['batch']: print(f"{k:45s} batch {res['batch'][k]['speedup']:5.2f}x  single {res['single'][k]['speedup']:5.2f}x")
@@ -165,11 +175,14 @@ def main():
     ap.add_argument('--work', default='/tmp/frontier_work')
     ap.add_argument('--only', default='')
     ap.add_argument('--speed', action='store_true')
+    ap.add_argument('--domain', choices=tuple(DOMAIN_SUITES), default='finance')
+    ap.add_argument('--model', choices=tuple(MODELS), default='minilm')
     a = ap.parse_args()
+    A.domain, A.model = a.domain, a.model
     OUT.mkdir(parents=True, exist_ok=True); work = Path(a.work); work.mkdir(parents=True, exist_ok=True)
     if a.speed: return speed(work)
     torch.set_num_threads(1)
-    S = Suites(data_root(None), Encoder.from_pretrained(minilm_path()).tokenizer)
+    S = Suites(data_root(None), Encoder.from_pretrained(base_model()).tokenizer)
     grid(a, S, work, lambda n: re.search(a.only, n))
 
 if __name__ == '__main__': main()

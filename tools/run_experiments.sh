@@ -29,3 +29,8 @@ if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" domain "* ]]; then   # resum
   OMP_NUM_THREADS=1 .venv/bin/python bench/domain.py --grid methods && OMP_NUM_THREADS=1 .venv/bin/python bench/domain.py --grid shapes
 fi
 exp domain nbs/17_exp_your_domain.ipynb   # your domain: methods on full-length documents and held-out rows, domain-awareness, data shapes (results/domain/)
+if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" frontier "* ]]; then   # resumable: points already in results/frontier/ are skipped; models kept in /tmp/frontier_work for the speed pass
+  OMP_NUM_THREADS=1 .venv/bin/python bench/frontier.py --grid select --seeds 0 && OMP_NUM_THREADS=1 .venv/bin/python bench/frontier.py --grid report --seeds 1
+  OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --speed | tee results/frontier/speed.txt   # every saved point timed in one run
+fi
+exp frontier nbs/18_exp_frontier.ipynb   # faster on CPU: slim --speedup at several targets, fp32 and int8, vs dense, its int8 graph, L3Prune, neuron magnitude, model2vec (results/frontier/)
