@@ -1,5 +1,5 @@
 "Issue 33: `slim --speedup` and `--layers` end to end on tiny models (what is removed, the report, the folder), and the settings' checks; speed itself is measured by bench/frontier.py, never asserted here."
-import json
+import copy, json
 import pytest
 import torch
 from sentence_transformers import SentenceTransformer
@@ -39,7 +39,8 @@ def test_slim_to_a_speedup_saves_a_folder_that_serves(arch, tmp_path):
     torch.testing.assert_close(torch.as_tensor(back.encode(TEXTS)), torch.as_tensor(enc.encode(TEXTS)), atol=1e-5, rtol=0)
     st = SentenceTransformer(str(tmp_path/'slim'), trust_remote_code=True, device='cpu')
     ids = tok(TEXTS, return_tensors='pt', padding=True)
-    with torch.no_grad(): torch.testing.assert_close(st[0].auto_model(**ids).last_hidden_state, enc.model(**ids).last_hidden_state, atol=1e-5, rtol=0)
+    on = {k: v.to(st.device) for k, v in ids.items()}  # sentence-transformers picks a GPU where there is one
+    with torch.no_grad(): torch.testing.assert_close(st[0].auto_model(**on).last_hidden_state.cpu(), enc.model(**ids).last_hidden_state, atol=1e-5, rtol=0)
 
 def test_layers_keeps_the_first_n(tmp_path):
     m, tok = tiny_model('bert')
@@ -57,3 +58,27 @@ def test_plan_drops_a_sublayer_whose_last_unit_goes():
     assert not keep[('attn', 0)].any()
     apply_plan(enc, keep)
     assert 0 in enc.model.config.gaprune_dropped['attn'] and 'o' not in find_layers(enc.model)[0].modules
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA device')
+
+@cuda
+@pytest.mark.parametrize('arch', ['bert', 'mpnet', 'qwen3'])
+def test_cuda_heads_and_speed_plan(arch, tmp_path):
+    "On the GPU: unit importance equals the CPU's, a plan with heads and neurons removed equals the masked model, a --speedup run saves a folder that reloads on the CPU."
+    m, tok = tiny_model(arch)
+    cpu = Encoder(m, tok, pooling='mean')
+    gpu = Encoder(copy.deepcopy(m).cuda(), tok, pooling='mean')
+    sc_cpu, sc_gpu = unit_scores(cpu, TEXTS), unit_scores(gpu, TEXTS)
+    for k in sc_cpu: torch.testing.assert_close(sc_gpu[k], sc_cpu[k], atol=1e-4, rtol=1e-4)
+    costs = UnitCosts(neuron=1., head=4., mlp=2., attn=2., dense=1e9, tokens=8, batch=1, threads=1)
+    keep = plan_removal(sc_cpu, costs, save=sum(len(v) for v in sc_cpu.values()) * 1.2)
+    apply_plan(cpu, keep); apply_plan(gpu, keep)
+    ids = tok(TEXTS, return_tensors='pt', padding=True)
+    with torch.no_grad():
+        torch.testing.assert_close(gpu.model(**{k: v.cuda() for k, v in ids.items()}).last_hidden_state.cpu(), cpu.model(**ids).last_hidden_state, atol=1e-4, rtol=1e-4)
+    m2, _ = tiny_model(arch)
+    enc, rep = slim_run(SlimConfig(domain='finance', speedup=1.3, finetune_steps=1, batch_size=2, n_calib=8, speed_tokens=16, speed_batch=4, device='cuda'),
+                        out=tmp_path/'slim', encoder=Encoder(m2.cuda(), tok, pooling='mean'), show_progress=False)
+    assert next(enc.parameters()).device.type == 'cuda' and rep['speed']['batch_speedup'] > 0
+    back = Encoder.from_pretrained(tmp_path/'slim', pooling='mean')
+    torch.testing.assert_close(torch.as_tensor(back.encode(TEXTS)), torch.as_tensor(enc.encode(TEXTS)), atol=1e-4, rtol=1e-4)
