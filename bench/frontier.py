@@ -11,6 +11,7 @@ Domain Avg = mean of the two finance suites' main scores; general Avg = dev-gene
 Points (MiniLM, finance):
   dense, dense+int8            the model; its ONNX graph with int8 weights (onnxruntime dynamic quantization)
   slim<X>-<rank>-<recovery>    `slim_run(SlimConfig(speedup=X, rank=..., recovery=...))`, 100 full fine-tuning steps
+                               (rank: fidelity, the default, or per-time / importance; seed 0 compares them)
   mag<X>                       MLP neurons only, by weight magnitude, removed to a measured X (same planner), same recovery
   l3-<k>                       L3Prune's truncation to the first k layers, same recovery
   <point>+int8                 a point's ONNX int8 graph
@@ -81,7 +82,7 @@ def recovered(name, work, seed, shape):
 def magnitude_to(x):
     def shape(enc):
         sc = neuron_scores(enc, importance('magnitude', enc))
-        plan = slim_to_speedup(enc, {('mlp', i): v for i, v in sc.items()}, x, TOKENS, BATCH, THREADS, kinds=('mlp',))
+        plan = slim_to_speedup(enc, {('mlp', i): v for i, v in sc.items()}, x, TOKENS, BATCH, THREADS, 'importance', kinds=('mlp',))
         return dict(tries=plan['tries'], reached=plan['reached'])
     return shape
 
@@ -111,9 +112,10 @@ def grid(a, S, work, todo):
     for seed in a.seeds:
         pts = {f'dense-s{seed}': lambda n, s=seed: (lambda: made(n, work, Encoder.from_pretrained(base_model()), {}))}
         if a.grid == 'select':
-            for rank in ('per-time', 'importance'):
+            for rank in ('per-time', 'importance', 'fidelity'):
                 pts[f'slim2-{rank}-contrastive-s{seed}'] = lambda n, s=seed, r=rank: slim_point(n, work, s, speedup=2.0, rank=r, recovery='contrastive')
-            pts[f'slim2-per-time-distill+contrastive-s{seed}'] = lambda n, s=seed: slim_point(n, work, s, speedup=2.0, recovery='distill+contrastive')
+            for rec in ('distill', 'distill+contrastive'):
+                pts[f'slim2-fidelity-{rec}-s{seed}'] = lambda n, s=seed, r=rec: slim_point(n, work, s, speedup=2.0, rank='fidelity', recovery=r)
         else:
             for x in a.targets:
                 pts[f'slim{x:g}-{a.rank}-{a.recovery}-s{seed}'] = lambda n, s=seed, x=x: slim_point(n, work, s, speedup=x, rank=a.rank, recovery=a.recovery)
@@ -170,7 +172,7 @@ def main():
     ap.add_argument('--grid', choices=('select', 'report'), default='report')
     ap.add_argument('--seeds', type=int, nargs='+', default=[1])
     ap.add_argument('--targets', type=float, nargs='+', default=[1.5, 2.0, 3.0])
-    ap.add_argument('--rank', default='per-time')
+    ap.add_argument('--rank', default='fidelity')
     ap.add_argument('--recovery', default='contrastive')
     ap.add_argument('--work', default='/tmp/frontier_work')
     ap.add_argument('--only', default='')

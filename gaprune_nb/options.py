@@ -311,7 +311,7 @@ def _check_recovery(cfg):
 class SlimConfig(ModelConfig):
     "Everything that defines a coarse-to-fine slimming run (checked when it is made, before anything is loaded)."
     speedup: float|None = None    # target CPU speed-up (dense / slimmed seconds, measured here): MLP neurons and attention heads go, least importance per second saved first (`07c_speed`); None: `keep` / `drop_mlp` say what goes
-    rank: str = 'per-time'        # with `speedup`: 'per-time' (importance per second saved) or 'importance' (importance alone)
+    rank: str = 'fidelity'        # with `speedup`: 'fidelity' (the mix of heads and neurons whose embeddings of the domain's texts stay closest to dense), 'per-time' (importance per second saved) or 'importance'
     heads: bool = True            # with `speedup`: attention heads (and whole attention sub-layers) may go, not only MLP neurons
     speed_tokens: int|None = None # with `speedup`: tokens per text it is measured at; None: the median of the domain's calibration texts
     speed_batch: int = 32         # texts per batch it is measured at (the report adds single-text latency)
@@ -362,7 +362,7 @@ class SlimConfig(ModelConfig):
                 raise ValueError(f"--speedup ranks MLP neurons and attention heads together by their contribution; --scorer {self.scorer} ranks neurons only: leave --scorer unset")
         if self.layers is not None and str(self.layers) not in ('small', 'large') and not (str(self.layers).isdigit() and int(self.layers) >= 1):
             raise ValueError(f"layers must be a number of layers to keep, 'small' or 'large' (L3Prune), not {self.layers!r}")
-        if self.rank not in ('per-time', 'importance'): raise ValueError(f"rank must be 'per-time' or 'importance', not {self.rank!r}")
+        if self.rank not in ('fidelity', 'per-time', 'importance'): raise ValueError(f"rank must be 'fidelity', 'per-time' or 'importance', not {self.rank!r}")
         for k in ('speed_tokens', 'threads'):
             v = getattr(self, k)
             if v is not None and not (isinstance(v, int) and v >= 1): raise ValueError(f"{k} must be a positive integer or None, not {v!r}")

@@ -115,7 +115,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
             scores = unit_scores(enc, _calib_texts(cfg, data, trip), show_progress=say)
             costs = unit_costs(enc, tokens, cfg.speed_batch, cfg.threads)
         with stage(t, f'remove units to a measured {cfg.speedup}x ({cfg.rank})', say):
-            plan = slim_to_speedup(enc, scores, cfg.speedup, tokens, cfg.speed_batch, cfg.threads, cfg.rank,
+            plan = slim_to_speedup(enc, scores, cfg.speedup, tokens, cfg.speed_batch, cfg.threads, cfg.rank, _calib_texts(cfg, data, trip)[:256],
                                    ('mlp', 'attn') if cfg.heads else ('mlp',), costs=costs, reference=dense)
     else:
         if cfg.drop_mlp:
@@ -134,7 +134,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     report = dict(config=asdict(cfg) | dict(model=model), **({} if data is None else dict(data=data.record)), params_before=before, params_after=after,
                   params_kept=after['total'] / before['total'], mlp_params_kept=after['mlp'] / before['mlp'],
                   layers=len(find_layers(enc)), dropped=dropped_sublayers(enc), widths=mlp_widths(enc), heads=[None if h is None else len(h) for h in kept_heads(enc)],
-                  speed=speed, speed_plan=None if plan is None else dict(costs=plan['costs'], tries=plan['tries'], reached=plan['reached']),
+                  speed=speed, speed_plan=None if plan is None else {k: plan[k] for k in ('costs', 'tries', 'reached', 'mixes')},
                   gate_training=None if cfg.speedup or not hist else hist[-1], seconds=t)
     if out is not None:
         with stage(t, 'save', say), run_folder(out, 'slim') as tmp:

@@ -18,7 +18,7 @@ from .slimming import remove_neurons
 
 # %% auto #0
 __all__ = ['RANK_RULES', 'encode_times', 'measure_speedup', 'forward_flops', 'unit_scores', 'UnitCosts', 'unit_costs',
-           'plan_removal', 'predicted_seconds', 'apply_plan', 'slim_to_speedup']
+           'plan_removal', 'plan_by_fidelity', 'predicted_seconds', 'apply_plan', 'slim_to_speedup']
 
 # %% ../nbs/07c_speed.ipynb #6f2bd079
 def _ids(enc:Encoder, batch:int, tokens:int, seed:int=0) -> dict:
@@ -40,14 +40,15 @@ def encode_times(models:dict,           # name -> `Encoder` (or anything with `.
                  threads:int|None=None, # torch intra-op threads (None: the current setting)
                  rounds:int=5           # Timed passes per model, interleaved across models (after one warm-up each)
                 ) -> dict:
-    "name -> median seconds of one forward pass of `batch` texts of `tokens` tokens (models interleaved, so load hits all alike)."
+    "name -> median seconds of one forward pass of `batch` texts of `tokens` tokens (models interleaved, so load hits all alike), on the device the models are on."
     first = next(iter(models.values()))
     ids, times = _ids(first, batch, tokens), {k: [] for k in models}
+    sync = torch.cuda.synchronize if first.device.type == 'cuda' else (lambda: None)  # a GPU runs ahead of the clock otherwise
     with _threads(threads), torch.inference_mode():
         for m in models.values(): m.model(**ids)
         for _ in range(rounds):
             for k, m in models.items():
-                t0 = time.perf_counter(); m.model(**ids); times[k].append(time.perf_counter() - t0)
+                sync(); t0 = time.perf_counter(); m.model(**ids); sync(); times[k].append(time.perf_counter() - t0)
     return {k: statistics.median(v) for k, v in times.items()}
 
 def measure_speedup(dense:Encoder,          # The reference model
@@ -161,6 +162,22 @@ def unit_costs(enc:Encoder,            # The dense model (not changed: copies ar
 # %% ../nbs/07c_speed.ipynb #350b4334
 RANK_RULES = ('per-time', 'importance')
 
+def _ranked(scores:dict, costs:UnitCosts, rule:str, kinds:tuple) -> list:
+    "Every unit of `kinds` as (kind, layer, index), least important first (per second saved with 'per-time')."
+    unit_cost = {'mlp': costs.neuron, 'attn': costs.head}
+    key = lambda k, s: float(s) / unit_cost[k] if rule == 'importance' or unit_cost[k] > 0 else float('inf')
+    cands = [((float(s) if rule == 'importance' else key(k, s)), k, i, j) for (k, i), v in scores.items() if k in kinds for j, s in enumerate(v)]
+    return [c[1:] for c in sorted(cands, key=lambda c: c[0])]
+
+def _take(order:list, scores:dict, costs:UnitCosts, save:float) -> dict:
+    "Remove units in `order` until the predicted saving reaches `save`; a sub-layer whose last unit goes is dropped."
+    keep, saved = {key: torch.ones(len(v), dtype=torch.bool) for key, v in scores.items()}, 0.
+    for k, i, j in order:
+        if saved >= save: break
+        keep[k, i][j] = False
+        saved += (costs.neuron if k == 'mlp' else costs.head) + (getattr(costs, k) if not keep[k, i].any() else 0.)
+    return keep
+
 def plan_removal(scores:dict,          # From `unit_scores`: {('mlp'|'attn', layer): per-unit importance}
                  costs:UnitCosts,       # From `unit_costs`
                  save:float,            # Seconds per forward pass to save (of `costs.dense`)
@@ -168,17 +185,30 @@ def plan_removal(scores:dict,          # From `unit_scores`: {('mlp'|'attn', lay
                  kinds:tuple=('mlp', 'attn') # Which kinds of unit may go
                 ) -> dict:
     "Remove units in rank order until the predicted saving reaches `save`; a sub-layer whose last unit goes is dropped. {(kind, layer): bool keep-mask}."
-    if rule not in RANK_RULES: raise ValueError(f"rule must be one of {RANK_RULES}, not {rule!r}")
-    unit_cost = {'mlp': costs.neuron, 'attn': costs.head}
-    cands = [(float(s) / (unit_cost[k] if rule == 'per-time' else 1.) if unit_cost[k] > 0 or rule != 'per-time' else float('inf'), k, i, j)
-             for (k, i), v in scores.items() if k in kinds for j, s in enumerate(v)]
-    keep = {key: torch.ones(len(v), dtype=torch.bool) for key, v in scores.items()}
-    saved = 0.
-    for _, k, i, j in sorted(cands, key=lambda c: c[0]):
-        if saved >= save: break
-        keep[k, i][j] = False
-        saved += unit_cost[k] + (getattr(costs, k) if not keep[k, i].any() else 0.)
-    return keep
+    if rule not in RANK_RULES: raise ValueError(f"rule must be one of {RANK_RULES + ('fidelity',)}, not {rule!r}")
+    return _take(_ranked(scores, costs, rule, kinds), scores, costs, save)
+
+def plan_by_fidelity(enc:Encoder,        # The model the plans are for (not changed: copies are built)
+                     scores:dict,        # From `unit_scores`
+                     costs:UnitCosts,    # From `unit_costs`
+                     save:float,         # Seconds per forward pass to save
+                     texts:list[str],    # The domain's texts the candidates are compared on
+                     shares:tuple=(0, .125, .25, .375, .5, .75, 1.), # Candidate shares of the attention units that may go first
+                     reference=None      # Embeddings of `texts` to stay close to (default: `enc`'s own)
+                    ) -> tuple[dict, list]:
+    "For each share of attention units (least important first), neurons make up the rest of the saving; keep the plan whose embeddings of `texts` stay closest (mean cosine) to the reference."
+    ref = torch.as_tensor(enc.encode(texts) if reference is None else reference)
+    heads, neurons = _ranked(scores, costs, 'importance', ('attn',)), _ranked(scores, costs, 'importance', ('mlp',))
+    best, tried, seen = None, [], set()
+    for q in shares:
+        keep = _take(heads[:round(q * len(heads))] + neurons, scores, costs, save)
+        sig = tuple(m.sum().item() for m in keep.values())
+        if sig in seen: continue
+        seen.add(sig)
+        fid = float((torch.as_tensor(apply_plan(copy.deepcopy(enc), keep).encode(texts)) * ref).sum(1).mean())
+        tried.append(dict(attn_share=q, fidelity=fid, predicted_seconds=predicted_seconds(keep, costs)))
+        if best is None or fid > best[0]: best = (fid, keep)
+    return best[1], tried
 
 def predicted_seconds(keep:dict, costs:UnitCosts) -> float:
     "Seconds of one forward pass the cost model predicts for a plan."
@@ -206,7 +236,8 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
                     tokens:int=128,        # Tokens per text
                     batch:int=32,          # Texts per forward pass
                     threads:int|None=None, # torch intra-op threads (None: the current setting)
-                    rule:str='per-time',   # Ranking rule (`plan_removal`)
+                    rule:str='fidelity',   # 'fidelity' (`plan_by_fidelity`, needs `texts`) or a ranking rule of `plan_removal`
+                    texts:list[str]|None=None, # The domain's texts plans are compared on ('fidelity')
                     kinds:tuple=('mlp', 'attn'), # Which kinds of unit may go
                     tries:int=5,           # Plan, build, measure at most this often, asking for more each time it falls short
                     margin:float=0.03,     # Clear the target by this share: timings vary by a few percent from run to run
@@ -218,9 +249,13 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
     costs, ref = costs or unit_costs(enc, tokens, batch, threads), reference or enc
     t_ref = costs.dense if ref is enc else encode_times({'ref': ref, 'enc': enc}, tokens, batch, threads)
     t_ref = t_ref if ref is enc else costs.dense * t_ref['ref'] / t_ref['enc']  # the reference's seconds on the costs' clock
-    goal, tried = speedup, []
+    if rule == 'fidelity' and not texts: raise ValueError("slim_to_speedup: rule 'fidelity' compares plans on the domain's texts: pass `texts`")
+    goal, tried, ref_emb, mixes = speedup, [], (ref.encode(texts) if rule == 'fidelity' else None), []
     for _ in range(tries):
-        keep = plan_removal(scores, costs, costs.dense - t_ref / goal, rule, kinds)
+        if rule == 'fidelity':
+            keep, mix = plan_by_fidelity(enc, scores, costs, costs.dense - t_ref / goal, texts, reference=ref_emb, **({} if 'attn' in kinds else dict(shares=(0,))))
+            mixes.append(mix)
+        else: keep = plan_removal(scores, costs, costs.dense - t_ref / goal, rule, kinds)
         trial = apply_plan(copy.deepcopy(enc), keep)
         got = encode_times({'ref': ref, 'slim': trial}, tokens, batch, threads)
         got = got['ref'] / got['slim']
@@ -228,5 +263,5 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
         if got >= speedup * (1 + margin): break
         goal *= speedup * (1 + margin) / got  # the cost model was optimistic by this much: ask for that much more
     apply_plan(enc, keep)
-    return dict(keep=keep, costs=asdict(costs), tries=tried, reached=got >= speedup)
+    return dict(keep=keep, costs=asdict(costs), tries=tried, reached=got >= speedup, mixes=mixes)
 
