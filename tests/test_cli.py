@@ -5,7 +5,7 @@ import numpy as np, pytest, torch
 from sentence_transformers import SentenceTransformer
 from transformers import AutoModel
 
-from conftest import gaprune as _gaprune
+from conftest import gaprune as _gaprune, one_line_error
 from gaprune_nb.cli import _config, _from_args, build_parser, main
 from gaprune_nb.core import Encoder
 from gaprune_nb.arch import mlp_linears
@@ -226,3 +226,29 @@ def test_stats_groups_give_the_same_statistics_and_mask(tmp_path, bert, data):
     with pytest.raises(ValueError, match='stats_groups'): RunConfig(stats_groups=0)
     with pytest.raises(ValueError, match='stats_groups > 1 keeps'): prune_run(RunConfig(method='obd-kfac', stats_groups=2))
     assert gaprune('prune', '--stats-groups', '0', '--out', tmp_path / 'x').returncode == 2
+
+
+def test_slim_speedup_with_export_writes_a_folder_sentence_transformers_loads(bert, data, tmp_path):
+    "`gaprune slim --speedup 1.3 --export onnx-int8` on a tiny BERT: the speed-up it measured in the report, the int8 graph in the ONNX layout, the card's line loads it."
+    import re
+    from sentence_transformers import SentenceTransformer
+    out = tmp_path / 'slim'
+    r = gaprune('slim', '--model', bert, '--data', data, '--speedup', '1.3', '--finetune-steps', '1', '--batch-size', '2', '--n-calib', '8',
+                '--speed-tokens', '16', '--speed-batch', '4', '--threads', '1', '--no-eval', '--export', 'onnx-int8', '--out', out)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rep = json.loads((out / 'slim_report.json').read_text())
+    assert rep['config']['speedup'] == 1.3 and rep['speed']['batch_speedup'] > 0 and (out / 'onnx' / 'model_qint8_avx512_vnni.onnx').is_file()
+    line = re.search(r'^model = (SentenceTransformer\(.*backend="onnx".*\))  # int8', (out / 'README.md').read_text(), re.M).group(1)
+    st = eval(line, {'SentenceTransformer': SentenceTransformer})
+    pt = SentenceTransformer(str(out), trust_remote_code=True, device='cpu')
+    a, b = st.encode(['a short text', 'another one']), pt.encode(['a short text', 'another one'])
+    assert (a * b).sum(1).min() > 0.98
+
+
+def test_export_refused_at_once_without_the_onnx_packages(bert, data, tmp_path, monkeypatch):
+    "A missing ONNX package stops `--export` before any work, in one line naming the fix."
+    import builtins
+    real = builtins.__import__
+    monkeypatch.setattr(builtins, '__import__', lambda name, *a, **kw: (_ for _ in ()).throw(ImportError(name=name)) if name == 'onnxscript' else real(name, *a, **kw))
+    r = gaprune('slim', '--model', bert, '--data', data, '--speedup', '1.3', '--no-eval', '--export', 'onnx', '--out', tmp_path / 'slim')
+    assert 'onnxscript is missing' in one_line_error(r) and "gaprune_nb[onnx]" in r.stderr and not (tmp_path / 'slim').exists()
