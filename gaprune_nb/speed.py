@@ -239,29 +239,33 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
                     rule:str='fidelity',   # 'fidelity' (`plan_by_fidelity`, needs `texts`) or a ranking rule of `plan_removal`
                     texts:list[str]|None=None, # The domain's texts plans are compared on ('fidelity')
                     kinds:tuple=('mlp', 'attn'), # Which kinds of unit may go
-                    tries:int=5,           # Plan, build, measure at most this often, asking for more each time it falls short
+                    tries:int=6,           # Plan, build, measure at most this often, asking for more (less) when it falls short (overshoots)
                     margin:float=0.03,     # Clear the target by this share: timings vary by a few percent from run to run
                     costs:UnitCosts|None=None, # Measured unit costs (default: `unit_costs` now)
                     reference:Encoder|None=None # The model the speed-up is against (default `enc`; e.g. the dense model before a truncation)
                    ) -> dict:
-    "Remove the least important units until the measured speed-up reaches `speedup`; returns the plan, the costs and every measurement."
+    "Remove units until the measured speed-up reaches `speedup` (not far past it); returns the plan, the costs and every measurement."
     if not speedup > 1: raise ValueError(f"speedup must be above 1 (dense seconds / slimmed seconds), not {speedup}")
     costs, ref = costs or unit_costs(enc, tokens, batch, threads), reference or enc
     t_ref = costs.dense if ref is enc else encode_times({'ref': ref, 'enc': enc}, tokens, batch, threads)
     t_ref = t_ref if ref is enc else costs.dense * t_ref['ref'] / t_ref['enc']  # the reference's seconds on the costs' clock
     if rule == 'fidelity' and not texts: raise ValueError("slim_to_speedup: rule 'fidelity' compares plans on the domain's texts: pass `texts`")
-    goal, tried, ref_emb, mixes = speedup, [], (ref.encode(texts) if rule == 'fidelity' else None), []
+    want, over = speedup * (1 + margin), speedup * (1 + 4 * margin)  # aim inside [want, over]: past it the plan removes more than asked
+    goal, tried, ref_emb, mixes, lo, hi, best = speedup, [], (ref.encode(texts) if rule == 'fidelity' else None), [], None, None, None
     for _ in range(tries):
         if rule == 'fidelity':
             keep, mix = plan_by_fidelity(enc, scores, costs, costs.dense - t_ref / goal, texts, reference=ref_emb, **({} if 'attn' in kinds else dict(shares=(0,))))
             mixes.append(mix)
         else: keep = plan_removal(scores, costs, costs.dense - t_ref / goal, rule, kinds)
-        trial = apply_plan(copy.deepcopy(enc), keep)
-        got = encode_times({'ref': ref, 'slim': trial}, tokens, batch, threads)
+        got = encode_times({'ref': ref, 'slim': apply_plan(copy.deepcopy(enc), keep)}, tokens, batch, threads, rounds=7)
         got = got['ref'] / got['slim']
         tried.append(dict(asked=goal, predicted=t_ref / predicted_seconds(keep, costs), measured=got))
-        if got >= speedup * (1 + margin): break
-        goal *= speedup * (1 + margin) / got  # the cost model was optimistic by this much: ask for that much more
+        if got >= want and (best is None or got < best[0]): best = (got, keep)  # the least removal that reached the target
+        if want <= got <= over: break
+        if got < want: lo = goal
+        else: hi = goal
+        goal = (lo * hi) ** 0.5 if lo and hi else goal * want / got  # the cost model's error, corrected from both sides
+    got, keep = best or (got, keep)
     apply_plan(enc, keep)
     return dict(keep=keep, costs=asdict(costs), tries=tried, reached=got >= speedup, mixes=mixes)
 
