@@ -11,7 +11,7 @@ Domain Avg = mean of the two finance suites' main scores; general Avg = dev-gene
 Points (MiniLM, finance):
   dense, dense+int8            the model; its ONNX graph with int8 weights (onnxruntime dynamic quantization)
   slim<X>-<rank>-<recovery>    `slim_run(SlimConfig(speedup=X, rank=..., recovery=...))`, 100 full fine-tuning steps
-                               (rank: fidelity, the default, or per-time / importance; seed 0 compares them)
+                               (rank: importance, the default seed 0 chose, fidelity or per-time)
   mag<X>                       MLP neurons only, by weight magnitude, removed to a measured X (same planner), same recovery
   l3-<k>                       L3Prune's truncation to the first k layers, same recovery
   <point>+int8                 a point's ONNX int8 graph
@@ -60,9 +60,19 @@ def slim_cfg(seed, **over) -> SlimConfig:
                                   speed_tokens=TOKENS, speed_batch=BATCH, threads=THREADS), **over))
 
 def made(name, work, enc, info) -> tuple:
-    "Save the model for the speed pass, return it with its info."
+    "Save the model for the speed pass, return it with its info (and its parameter count)."
     enc.save_pretrained(work/name)
-    return enc, info
+    return enc, dict(info, params=sum(p.numel() for p in enc.parameters()))
+
+def fill_params(work):
+    "Parameter counts of points evaluated before `made` recorded them, counted from their saved folders."
+    from domain import cell_path, read_cell
+    from gaprune_nb.store import write_text
+    for p in sorted(work.iterdir()):
+        c = read_cell(p.name, OUT)
+        if c.get('scores') and 'params' not in c and (p/'config.json').exists():
+            c['params'] = sum(x.numel() for x in Encoder.from_pretrained(p).parameters())
+            write_text(cell_path(p.name, OUT), json.dumps(c, default=str)); print(f'{p.name}: {c["params"]:,} parameters')
 
 def slim_point(name, work, seed, **over):
     def make():
@@ -172,7 +182,7 @@ def main():
     ap.add_argument('--grid', choices=('select', 'report'), default='report')
     ap.add_argument('--seeds', type=int, nargs='+', default=[1])
     ap.add_argument('--targets', type=float, nargs='+', default=[1.5, 2.0, 3.0])
-    ap.add_argument('--rank', default='fidelity')
+    ap.add_argument('--rank', default='importance')
     ap.add_argument('--recovery', default='contrastive')
     ap.add_argument('--work', default='/tmp/frontier_work')
     ap.add_argument('--only', default='')
@@ -182,7 +192,7 @@ def main():
     a = ap.parse_args()
     A.domain, A.model = a.domain, a.model
     OUT.mkdir(parents=True, exist_ok=True); work = Path(a.work); work.mkdir(parents=True, exist_ok=True)
-    if a.speed: return speed(work)
+    if a.speed: fill_params(work); return speed(work)
     torch.set_num_threads(1)
     S = Suites(data_root(None), Encoder.from_pretrained(base_model()).tokenizer)
     grid(a, S, work, lambda n: re.search(a.only, n))

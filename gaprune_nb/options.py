@@ -311,7 +311,7 @@ def _check_recovery(cfg):
 class SlimConfig(ModelConfig):
     "Everything that defines a coarse-to-fine slimming run (checked when it is made, before anything is loaded)."
     speedup: float|None = None    # target CPU speed-up (dense / slimmed seconds, measured here): MLP neurons and attention heads go, the mix chosen by `rank` (`07c_speed`); None: `keep` / `drop_mlp` say what goes
-    rank: str = 'fidelity'        # with `speedup`: 'fidelity' (the mix of heads and neurons whose embeddings of the domain's texts stay closest to dense), 'per-time' (importance per second saved) or 'importance'
+    rank: str = 'importance'      # with `speedup`: what goes first: 'importance' (least contribution, heads and neurons alike; chosen by measurement, 18_exp_frontier), 'fidelity' (the mix whose embeddings of the domain's texts stay closest to dense) or 'per-time' (least contribution per second saved)
     heads: bool = True            # with `speedup`: attention heads (and whole attention sub-layers) may go, not only MLP neurons
     speed_tokens: int|None = None # with `speedup`: tokens per text it is measured at; None: the median of the domain's calibration texts
     speed_batch: int = 32         # texts per batch it is measured at (the report adds single-text latency)
