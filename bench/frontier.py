@@ -22,7 +22,7 @@ Run: OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/frontie
      OMP_NUM_THREADS=2 ... python bench/frontier.py --speed > results/frontier/speed.txt
 """
 from __future__ import annotations
-import argparse, json, re, statistics, sys, time
+import argparse, json, os, platform, re, statistics, sys, time
 from pathlib import Path
 
 import numpy as np
@@ -70,7 +70,7 @@ def fill_params(work):
     from gaprune_nb.store import write_text
     for p in sorted(work.iterdir()):
         c = read_cell(p.name, OUT)
-        if c.get('scores') and 'params' not in c and (p/'config.json').exists():
+        if c.get('scores') and 'params' not in c and (p/'config.json').exists() and 'm2v' not in p.name:
             c['params'] = sum(x.numel() for x in Encoder.from_pretrained(p).parameters())
             write_text(cell_path(p.name, OUT), json.dumps(c, default=str)); print(f'{p.name}: {c["params"]:,} parameters')
 
@@ -148,7 +148,7 @@ def speed(work):
     import onnxruntime as ort
     torch.set_num_threads(THREADS)
     pts = {p.name: p for p in sorted(work.iterdir()) if p.is_dir()}
-    torch_pts = {k: Encoder.from_pretrained(p) for k, p in pts.items() if (p/'config.json').exists()}
+    torch_pts = {k: Encoder.from_pretrained(p) for k, p in pts.items() if (p/'config.json').exists() and 'm2v' not in k}
     res = {}
     for b in (BATCH, 1):
         t = encode_times(torch_pts, TOKENS, b, THREADS, rounds=15 if b == 1 else 7)
@@ -173,7 +173,7 @@ def speed(work):
         ref = {m: statistics.median(v for k, v in t.items() if model_of(k) == m and re.fullmatch(r'(mpnet-)?(chemistry-)?dense-s\d+', k))
                for m in {model_of(k) for k in t}}
         res['batch' if b == BATCH else 'single'] = {k: dict(seconds=v, speedup=ref[model_of(k)] / v) for k, v in t.items()}
-    res.update(tokens=TOKENS, batch=BATCH, threads=THREADS, torch=torch.__version__, onnxruntime=ort.__version__)
+    res.update(tokens=TOKENS, batch_size=BATCH, threads=THREADS, torch=torch.__version__, onnxruntime=ort.__version__, cpu=platform.processor() or platform.machine(), cores=os.cpu_count())
     (OUT/'speed.json').write_text(json.dumps(res, indent=1) + '\n')
     for k in res['batch']: print(f"{k:45s} batch {res['batch'][k]['speedup']:5.2f}x  single {res['single'][k]['speedup']:5.2f}x")
 
