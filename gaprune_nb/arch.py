@@ -15,8 +15,8 @@ from torch import nn
 __all__ = ['ARCHS', 'SUBLAYERS', 'SLIM_FILE', 'SLIM_CLASS', 'SLIM_CONFIG', 'AUTO_MAP', 'SLIM_PREFIX', 'ArchSpec',
            'UnsupportedArchitecture', 'LayerModules', 'unwrap', 'find_layers', 'mlp_linears', 'arch_spec',
            'check_embedder', 'SublayerSpec', 'sublayer_parts', 'mark_slim', 'SkippedAttention', 'SkippedMLP',
-           'SkippedOutput', 'drop_sublayers', 'restore_dropped', 'dropped_sublayers', 'head_layout', 'remove_heads',
-           'kept_heads', 'param_breakdown']
+           'SkippedOutput', 'drop_sublayers', 'restore_dropped', 'dropped_sublayers', 'narrow_linear', 'head_layout',
+           'remove_heads', 'kept_heads', 'param_breakdown']
 
 # %% ../nbs/00c_arch.ipynb #c43c8461
 @dataclass(frozen=True)
@@ -321,7 +321,10 @@ def dropped_sublayers(model:nn.Module # Any supported model
     return {k: list(d.get(k, [])) for k in ('attn', 'mlp')}
 
 # %% ../nbs/00c_arch.ipynb #cebb76cc
-def _narrow(lin:nn.Linear, rows:torch.Tensor|None=None, cols:torch.Tensor|None=None) -> nn.Linear:
+def narrow_linear(lin:nn.Linear,                # The layer to take from (unchanged)
+                  rows:torch.Tensor|None=None,   # Output rows to keep (indices); None: all
+                  cols:torch.Tensor|None=None    # Input columns to keep (indices); None: all
+                 ) -> nn.Linear:
     "A new Linear with the given rows (outputs) and columns (inputs) of `lin`."
     w = lin.weight.detach()
     w = w[rows] if rows is not None else w
@@ -385,8 +388,8 @@ def remove_heads(model:nn.Module, # A supported model or a wrapper (an `Encoder`
         pos = k.nonzero().squeeze(1).tolist()
         q_rows, kv_rows = _unit_index(pos, group * d), _unit_index(pos, d)
         for role, rows in (('q', q_rows), ('k', kv_rows), ('v', kv_rows)):
-            l.layer.set_submodule(getattr(spec, role), _narrow(l.modules[role], rows=rows.to(l.modules[role].weight.device)))
-        l.layer.set_submodule(spec.o, _narrow(l.modules['o'], cols=q_rows.to(l.modules['o'].weight.device)))
+            l.layer.set_submodule(getattr(spec, role), narrow_linear(l.modules[role], rows=rows.to(l.modules[role].weight.device)))
+        l.layer.set_submodule(spec.o, narrow_linear(l.modules['o'], cols=q_rows.to(l.modules['o'].weight.device)))
         heads[i] = [now[p] for p in pos]
         _set_heads(l.layer, spec, heads[i], group, d)
     cfg.gaprune_heads = heads

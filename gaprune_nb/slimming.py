@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torch import nn, Tensor
 
-from .arch import SLIM_CLASS, _narrow, find_layers, mark_slim, unwrap
+from .arch import SLIM_CLASS, narrow_linear, find_layers, mark_slim, unwrap
 from .core import Encoder
 
 # %% auto #0
@@ -107,8 +107,8 @@ def remove_neurons(model:nn.Module, # A supported model or a wrapper (an `Encode
         if not k.any(): raise ValueError(f"remove_neurons: layer {i} would keep no neuron; drop its MLP with `drop_sublayers` instead.")
         idx = k.nonzero().squeeze(1).to(l.down.weight.device)
         for role in ('up', 'gate'):
-            if role in l.modules: l.layer.set_submodule(getattr(spec, role), _narrow(l.modules[role], rows=idx))
-        l.layer.set_submodule(spec.down, _narrow(l.down, cols=idx))
+            if role in l.modules: l.layer.set_submodule(getattr(spec, role), narrow_linear(l.modules[role], rows=idx))
+        l.layer.set_submodule(spec.down, narrow_linear(l.down, cols=idx))
     base.config.gaprune_widths = mlp_widths(model)
     return mark_slim(model)
 
