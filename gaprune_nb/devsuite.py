@@ -236,7 +236,7 @@ def ci_columns(df:pd.DataFrame # A table whose Δ columns (a 'Δ' in the name) h
     for c in df.columns:
         if 'Δ' not in str(c): out[c] = df[c]; continue
         x = df[c].fillna('').astype(str).str.extract(rf'^{num} \[{num}, {num}\]$').astype(float)
-        out[c], out[f'{c} 95% CI low'], out[f'{c} 95% CI high'] = x[0], x[1], x[2]
+        out[c], out[f'{c} 95% CI lower'], out[f'{c} 95% CI upper'] = x[0], x[1], x[2]
     return pd.DataFrame(out, index=df.index)
 
 # %% ../nbs/09a_devsuite.ipynb #5dfb5231
