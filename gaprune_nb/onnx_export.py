@@ -25,6 +25,13 @@ class _Embed(nn.Module):
     def __init__(self, enc): super().__init__(); self.enc = enc
     def forward(self, input_ids, attention_mask): return self.enc(batch={'input_ids': input_ids, 'attention_mask': attention_mask})
 
+def _quantize(src:Path, dst:Path, **kw):
+    "onnxruntime's dynamic int8 quantization of the graph `src` into `dst` (int8 weights), without its advice on pre-processing in the log."
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    level = logging.getLogger().level; logging.getLogger().setLevel(logging.ERROR)
+    try: quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, **kw)
+    finally: logging.getLogger().setLevel(level)
+
 def export_onnx(encoder:Encoder,        # The model (pruned, slimmed or dense); exported on the CPU in fp32
                 out:str|Path,           # Folder for model.onnx (+ its weights file) and model_int8.onnx
                 int8:bool=True,         # Also write model_int8.onnx (dynamic int8 quantization of the matrix products)
@@ -46,10 +53,7 @@ def export_onnx(encoder:Encoder,        # The model (pruned, slimmed or dense); 
                               input_names=['input_ids', 'attention_mask'], output_names=['sentence_embedding'],
                               dynamic_shapes={'input_ids': {0: bt, 1: sq}, 'attention_mask': {0: bt, 1: sq}}, dynamo=True, verbose=False)
         if int8:
-            from onnxruntime.quantization import QuantType, quantize_dynamic
-            level = logging.getLogger().level; logging.getLogger().setLevel(logging.ERROR)  # its advice on pre-processing
-            try: quantize_dynamic(str(tmp/names['fp32']), str(tmp/names['int8']), weight_type=QuantType.QInt8, op_types_to_quantize=['MatMul'])
-            finally: logging.getLogger().setLevel(level)
+            _quantize(tmp/names['fp32'], tmp/names['int8'], op_types_to_quantize=['MatMul'])
     return {k: out/v for k, v in names.items()}
 
 class OnnxEncoder:
@@ -146,12 +150,8 @@ def export_st_onnx(folder:str|Path,          # A model folder saved by `Encoder.
                               output_names=['last_hidden_state'], dynamic_shapes=tuple({0: bt, 1: sq} for _ in names),
                               external_data=big, dynamo=True, verbose=False)
         if 'onnx-int8' in kinds:  # what optimum's AutoQuantizationConfig.avx512_vnni(is_static=False) asks of onnxruntime
-            from onnxruntime.quantization import QuantType, quantize_dynamic
-            level = logging.getLogger().level; logging.getLogger().setLevel(logging.ERROR)
-            try: quantize_dynamic(str(fp32), str(tmp/'onnx'/ST_FILES['onnx-int8']), per_channel=True, reduce_range=False,
-                                  weight_type=QuantType.QInt8, use_external_data_format=big,
-                                  extra_options={'WeightSymmetric': True, 'ActivationSymmetric': False, 'MatMulConstBOnly': False})
-            finally: logging.getLogger().setLevel(level)
+            _quantize(fp32, tmp/'onnx'/ST_FILES['onnx-int8'], per_channel=True, reduce_range=False, use_external_data_format=big,
+                      extra_options={'WeightSymmetric': True, 'ActivationSymmetric': False, 'MatMulConstBOnly': False})
         if 'onnx' not in kinds:
             for f in (tmp/'onnx').glob(ST_FILES['onnx'] + '*'): f.unlink()
         new = [f.name for f in (tmp/'onnx').iterdir()]

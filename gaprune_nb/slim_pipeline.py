@@ -56,7 +56,7 @@ def _speed_tokens(cfg:SlimConfig, enc:Encoder, texts:list[str]|None) -> int:
     if not texts: return min(128, enc.max_length)
     return int(np.median([len(x) for x in enc.tokenizer(texts[:512], truncation=True, max_length=enc.max_length)['input_ids']]))
 
-def _fine(enc:Encoder, cfg:SlimConfig, data, train, t:dict, say:bool, hist:list):
+def _fine(enc:Encoder, cfg:SlimConfig, data, train, texts:list[str], t:dict, say:bool, hist:list):
     "The fine step by share: neuron importance (gates, contribution or a weight-level method), then the top `keep` kept."
     gates = None
     with stage(t, f'fine: neuron importance ({cfg.scorer})', say), token_limit(enc, cfg.train_max_length):
@@ -64,7 +64,7 @@ def _fine(enc:Encoder, cfg:SlimConfig, data, train, t:dict, say:bool, hist:list)
             gates = train_gates(enc, train, cfg.gate_steps, cfg.lam, cfg.gate_lr, cfg.gate_weights, cfg.batch_size, cfg.seed, say, hist)
             scores = gate_scores(gates)
         elif cfg.scorer == 'contribution':
-            scores = {i: v for (k, i), v in unit_scores(enc, _calib_texts(cfg, data, data.domain.data.shuffle(seed=cfg.seed)), show_progress=say).items() if k == 'mlp'}
+            scores = {i: v for (k, i), v in unit_scores(enc, texts, show_progress=say).items() if k == 'mlp'}
         else:
             rc = RunConfig(model=cfg.model, domain=cfg.domain, method=cfg.scorer, n_calib=cfg.n_calib, seed=cfg.seed, data=cfg.data,
                            pooling=cfg.pooling, dtype=cfg.dtype, device=cfg.device, domain_data=cfg.domain_data,
@@ -98,7 +98,8 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
         trip = data.domain.data.shuffle(seed=cfg.seed) if data else None  # never the held-out rows
         n_train = cfg.batch_size * max(cfg.gate_steps, cfg.finetune_steps, 1)
         train = trip.select(range(min(len(trip), n_train))) if data else None
-        tokens = _speed_tokens(cfg, enc, _calib_texts(cfg, data, trip) if data else None)
+        texts = _calib_texts(cfg, data, trip) if data else None  # what importance and plans are measured on
+        tokens = _speed_tokens(cfg, enc, texts)
     ft = RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size, seed=cfg.seed + 1, progress=say, loss=cfg.recovery or 'contrastive') if cfg.finetune != 'none' else None
     teacher = None
     if ft and cfg.finetune_steps and cfg.recovery != 'contrastive':  # the dense model's embeddings, before anything is removed
@@ -112,18 +113,18 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
             truncate(enc, n)
     if cfg.speedup:
         with stage(t, f'speed: unit importance and costs at {tokens} tokens', say):
-            scores = unit_scores(enc, _calib_texts(cfg, data, trip), show_progress=say)
+            scores = unit_scores(enc, texts, show_progress=say)
             costs = unit_costs(enc, tokens, cfg.speed_batch, cfg.threads)
         with stage(t, f'remove units to a measured {cfg.speedup}x ({cfg.rank})', say):
-            plan = slim_to_speedup(enc, scores, cfg.speedup, tokens, cfg.speed_batch, cfg.threads, cfg.rank, _calib_texts(cfg, data, trip)[:256],
+            plan = slim_to_speedup(enc, scores, cfg.speedup, tokens, cfg.speed_batch, cfg.threads, cfg.rank, texts[:256],
                                    ('mlp', 'attn') if cfg.heads else ('mlp',), costs=costs, reference=dense)
     else:
         if cfg.drop_mlp:
             with stage(t, f'coarse: drop {cfg.drop_mlp} MLP sub-layers', say):
-                imp = effir_importance(enc, _calib_texts(cfg, data, trip), show_progress=say)
+                imp = effir_importance(enc, texts, show_progress=say)
                 drop_sublayers(enc, mlp=drop_plan(imp, n_mlp=cfg.drop_mlp)['mlp'])
         hist = []
-        _fine(enc, cfg, data, train, t, say, hist)
+        _fine(enc, cfg, data, train, texts, t, say, hist)
     if ft and cfg.finetune_steps:
         with stage(t, f'fine-tune ({cfg.finetune}, {cfg.recovery}, {cfg.finetune_steps} steps)', say), token_limit(enc, cfg.train_max_length):
             retrain(enc, train, cfg.finetune_steps, config=ft, inplace=True, teacher=teacher)

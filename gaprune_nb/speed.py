@@ -148,9 +148,8 @@ def unit_costs(enc:Encoder,            # The dense model (not changed: copies ar
     n_neurons = sum(l.down.in_features for l in ls if 'down' in l.modules)
     n_units = sum(len(h) for l, h in zip(ls, _current_units(enc)) if 'o' in l.modules)
     n_mlp, n_attn = sum('down' in l.modules for l in ls), sum('o' in l.modules for l in ls)
-    v = {'dense': enc, **{f'{k}-{w}': _variant(enc, *(('half', 'all') if k == 'mlp' and w == 'half' else ('none', 'all') if k == 'mlp'
-                                                       else ('all', 'half') if w == 'half' else ('all', 'none')))
-                          for k in ('mlp', 'attn') for w in ('half', 'none')}}
+    v = {'dense': enc, 'mlp-half': _variant(enc, 'half', 'all'), 'mlp-none': _variant(enc, 'none', 'all'),
+         'attn-half': _variant(enc, 'all', 'half'), 'attn-none': _variant(enc, 'all', 'none')}
     t = encode_times(v, tokens, batch, threads, rounds)
     per = lambda half, n: max(2 * (t['dense'] - t[half]), 0.) / max(n, 1)  # halving removed n/2 units
     neuron, head = per('mlp-half', n_neurons), per('attn-half', n_units)
@@ -165,8 +164,8 @@ RANK_RULES = ('per-time', 'importance')
 def _ranked(scores:dict, costs:UnitCosts, rule:str, kinds:tuple) -> list:
     "Every unit of `kinds` as (kind, layer, index), least important first (per second saved with 'per-time')."
     unit_cost = {'mlp': costs.neuron, 'attn': costs.head}
-    key = lambda k, s: float(s) / unit_cost[k] if rule == 'importance' or unit_cost[k] > 0 else float('inf')
-    cands = [((float(s) if rule == 'importance' else key(k, s)), k, i, j) for (k, i), v in scores.items() if k in kinds for j, s in enumerate(v)]
+    key = lambda k, s: float(s) if rule == 'importance' else float(s) / unit_cost[k] if unit_cost[k] > 0 else float('inf')
+    cands = [(key(k, s), k, i, j) for (k, i), v in scores.items() if k in kinds for j, s in enumerate(v)]
     return [c[1:] for c in sorted(cands, key=lambda c: c[0])]
 
 def _take(order:list, scores:dict, costs:UnitCosts, save:float) -> dict:
