@@ -56,7 +56,7 @@ def child(name, meth, dtype='bfloat16', batch='8'):
     from gaprune_nb.methods import importance
     from gaprune_nb.fisher import gradient_statistics
     from gaprune_nb.masks import make_mask
-    from gaprune_nb.options import REGISTRY, stat_fields
+    from gaprune_nb.registry import REGISTRY, stat_fields
     import gaprune_nb.saliency  # registers the OBD scorers
     cuda = torch.cuda.is_available()
     alloc = torch.cuda.memory_allocated if cuda else rss

@@ -71,7 +71,7 @@ def child(name, meth, batch='8', recompute='0', groups='1'):
     from gaprune_nb.methods import importance
     from gaprune_nb.fisher import grad_stream, gradient_statistics
     from gaprune_nb.masks import make_mask
-    from gaprune_nb.options import REGISTRY, stat_fields
+    from gaprune_nb.registry import REGISTRY, stat_fields
     from gaprune_nb.stat_groups import grouped_statistics
     import gaprune_nb.saliency  # registers the OBD scorers
     torch.manual_seed(0)

@@ -11,7 +11,7 @@ from torch import Tensor
 import torch.nn.functional as F
 
 from .fisher import GradientStats
-from .options import ALIGNMENTS
+from .registry import ALIGNMENTS
 
 # %% auto #0
 __all__ = ['check_alignment', 'alignment_of', 'gradient_alignment']

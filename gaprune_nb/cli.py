@@ -11,7 +11,8 @@ from pathlib import Path
 
 from .dist import init_distributed, rank_world  # light too: torch.distributed is imported when a process group is joined
 from .jobs import demo, evaluate_domain, evaluate_model, parse_limit, run, slim_job  # light too: each job imports what it runs
-from .options import ALIASES, DTYPES, METHODS, POOLINGS, RECOVERIES, REGISTRY, RunConfig, SlimConfig, check_device, check_domain, check_scope, check_sparsity, parse_columns  # light: no torch, so --help and bad arguments answer at once
+from .options import POOLINGS, RECOVERIES, RunConfig, SlimConfig, check_device, check_domain, check_scope, check_sparsity, parse_columns  # light: no torch, so --help and bad arguments answer at once
+from .registry import ALIASES, DTYPES, METHODS, REGISTRY
 
 # %% auto #0
 __all__ = ['COMMON', 'EXPORTS', 'EXPORT_HELP', 'DEV_HELP', 'build_parser', 'main']

@@ -9,7 +9,7 @@ from torch import nn
 
 from .alignment import alignment_of, check_alignment
 from .masks import PerMatrix
-from .options import DAIConfig  # the DAI's settings
+from .registry import DAIConfig  # the DAI's settings
 from .scoring import activation_norms, check_stats, scorer, term_scale  # what every method shares
 
 # %% auto #0

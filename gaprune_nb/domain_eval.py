@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .devsuite import TaskScores, embed_cached, fmt_delta, paired_bootstrap
-from .options import SHAPES
+from .registry import SHAPES
 
 # %% auto #0
 __all__ = ['K', 'MIN_HELD', 'DomainEvalError', 'held_shape', 'RetrievalSet', 'retrieval_set', 'domain_texts', 'check_held',

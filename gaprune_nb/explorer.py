@@ -12,7 +12,8 @@ from .arch import find_layers
 from .methods import importance
 from .geometry import layer_profile
 from .masks import make_mask, mask_difference
-from .options import REGISTRY, check_scope, method_config
+from .options import check_scope
+from .registry import REGISTRY, method_config
 from .scoring import activation_norms
 
 # %% auto #0

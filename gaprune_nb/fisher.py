@@ -19,7 +19,7 @@ import gaprune_nb
 from .core import Encoder, evaluating, info_nce
 from .arch import find_layers, mlp_linears
 from .dist import all_reduce_sum, init_distributed, rank_world
-from .options import STAT_FIELDS
+from .registry import STAT_FIELDS
 from .stats_io import (LazyTensors, StatsCorrupt, StatsMismatch, check_identity, dataset_identity, identity_diff,
                                  model_identity, read_dir, read_manifest, write_atomic)
 

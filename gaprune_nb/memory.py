@@ -9,7 +9,8 @@ import torch
 
 from .arch import mlp_linears
 from .core import Encoder
-from .options import RunConfig, method, stat_fields
+from .options import RunConfig
+from .registry import method, stat_fields
 
 # %% auto #0
 __all__ = ['ACT_FACTOR', 'NotEnoughMemory', 'memory_needed', 'disk_needed', 'memory_total', 'check_memory']

@@ -8,7 +8,8 @@ from torch import nn
 
 from . import dai, saliency, sparsegpt  # noqa: F401 -- each registers its methods in `scoring.SCORERS` / `scoring.PRUNERS`
 from .masks import apply_mask
-from .options import UPDATES, check_scope, method as method_spec, method_config, stat_fields
+from .options import check_scope
+from .registry import UPDATES, method as method_spec, method_config, stat_fields
 from .scoring import PRUNERS, SCORERS, scored_weights
 
 # %% auto #0

@@ -23,7 +23,8 @@ from .methods import importance, prune_weights
 from .runs import load_calibration, open_work_dir, read_folders, recorded_model, run_report, save_calibration, save_run, work_dir
 from .memory import check_memory, disk_needed
 from .masks import apply_mask, make_mask, mask_difference
-from .options import RECOVERY_BY_SHAPE, SHAPES, STAT_FIELDS, method, stat_fields, RunConfig
+from .options import RECOVERY_BY_SHAPE, RunConfig
+from .registry import SHAPES, STAT_FIELDS, method, stat_fields
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, checksum_problem, dataset_sha256, write_checksums
 from .store import atomic_dir, sha256_json, state_dict_sha256
 from .outputs import check_output, check_space

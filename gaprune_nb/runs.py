@@ -15,7 +15,8 @@ from .sources import load_file
 from .fisher import GradientStats
 from .fixtures import minilm_path
 from .masks import save_mask, sparsity_report
-from .options import CANONICAL, IN_MEMORY, RunConfig, method
+from .options import CANONICAL, IN_MEMORY, RunConfig
+from .registry import method
 from .outputs import check_output, run_folder
 from .stats_io import dataset_sha256
 from .store import to_json, write_json, write_text

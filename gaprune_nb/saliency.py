@@ -9,7 +9,7 @@ from torch import Tensor
 
 from .alignment import gradient_alignment
 from .masks import MaskError, PerMatrix
-from .options import OBDConfig  # the OBD family's settings
+from .registry import OBDConfig  # the OBD family's settings
 from .scoring import activation_norms, check_stats, scorer, term_scale  # what every method shares
 
 # %% auto #0

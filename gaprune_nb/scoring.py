@@ -14,7 +14,7 @@ from .core import Encoder, evaluating
 from .arch import mlp_linears
 from .masks import kth_largest, MaskError
 from .dist import all_reduce_sum, rank_world
-from .options import NORMALIZATIONS, method as method_spec
+from .registry import NORMALIZATIONS, method as method_spec
 
 # %% auto #0
 __all__ = ['SCORERS', 'PRUNERS', 'scorer', 'pruner', 'scored_weights', 'check_stats', 'term_scale', 'calib_batches',
@@ -33,11 +33,11 @@ def _register(table:dict, name:str, kind:str): # a decorator that puts a functio
         return f
     return deco
 
-def scorer(name:str): # A method of `gaprune_nb.options.REGISTRY` of kind 'score'
+def scorer(name:str): # A method of `gaprune_nb.registry.REGISTRY` of kind 'score'
     "Register the scorer of method `name` (`methods.importance` calls it)."
     return _register(SCORERS, name, 'score')
 
-def pruner(name:str): # A method of `gaprune_nb.options.REGISTRY` of kind 'pruner'
+def pruner(name:str): # A method of `gaprune_nb.registry.REGISTRY` of kind 'pruner'
     "Register the pruner of method `name`: it chooses the mask while it updates the weights (`methods.prune_weights` calls it)."
     return _register(PRUNERS, name, 'pruner')
 

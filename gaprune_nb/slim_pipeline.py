@@ -15,7 +15,8 @@ from .core import Encoder, model_source, seed_everything, write_model_files
 from .sources import DomainData, data_folders, load_domain, run_data
 from .layer_drop import drop_plan, effir_importance
 from .l3prune import l3prune_configs, l3prune_losses, truncate
-from .options import RECOVERY_BY_SHAPE, SHAPES, SlimConfig, method
+from .options import RECOVERY_BY_SHAPE, SlimConfig
+from .registry import SHAPES, method
 from .pipeline import RunConfig, calibrate, load_kwargs, recovery_teacher, score, stage, statistics, token_limit
 from .runs import read_folders, recorded_model
 from .fixtures import default_model

@@ -12,7 +12,8 @@ import datasets
 from datasets import Dataset, concatenate_datasets
 
 from .data import DataError, data_root
-from .options import CANONICAL, DOMAINS, SHAPES, check_columns, verify_sources
+from .options import CANONICAL, DOMAINS, check_columns, verify_sources
+from .registry import SHAPES
 from .store import sha256_stream
 
 # %% auto #0

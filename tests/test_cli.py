@@ -10,7 +10,8 @@ from gaprune_nb.cli import _config, _from_args, build_parser, main
 from gaprune_nb.core import Encoder
 from gaprune_nb.arch import mlp_linears
 from gaprune_nb.fixtures import default_model
-from gaprune_nb.options import DAIConfig, OBDConfig, SlimConfig
+from gaprune_nb.options import SlimConfig
+from gaprune_nb.registry import DAIConfig, OBDConfig
 from gaprune_nb.pipeline import RunConfig, prune_run
 
 ENV = {**os.environ, 'OMP_NUM_THREADS': '1', 'HF_HUB_OFFLINE': '1'}

@@ -6,7 +6,7 @@ from safetensors.torch import load_file
 from gaprune_nb.core import Encoder, write_model_files
 from gaprune_nb.fixtures import minilm_path, tiny_model
 from gaprune_nb.masks import load_mask
-from gaprune_nb.options import DAIConfig, OBDConfig
+from gaprune_nb.registry import DAIConfig, OBDConfig
 from gaprune_nb.pipeline import RunConfig, prune_run
 
 CASES = {  # one method per kind of input: gradient statistics (two estimators, non-default score settings), activations + OBS update

@@ -15,7 +15,7 @@ from gaprune_nb.scoring import PRUNERS, SCORERS, activation_norms
 from gaprune_nb.fisher import gradient_statistics
 from gaprune_nb.fixtures import tiny_model
 from gaprune_nb.masks import make_mask
-from gaprune_nb.options import LEGACY_SCORE_FIELDS, METHODS, REGISTRY, DAIConfig, OBDConfig, method, method_config, stat_fields
+from gaprune_nb.registry import LEGACY_SCORE_FIELDS, METHODS, REGISTRY, DAIConfig, OBDConfig, method, method_config, stat_fields
 from gaprune_nb.pipeline import RunConfig, apply, score, select
 
 T = ["what is a bond", "define the equity risk premium of a small company", "how are dividends taxed", "ebitda",
