@@ -103,7 +103,7 @@ def evaluate(name:str, make, suites:list[str], S:Suites, out=OUT, **info):
     todo = [s for s in suites if s not in cell['scores']]
     if not todo: return
     t = time.perf_counter(); enc, more = make()
-    cell.update(info, **more, seconds_make=round(time.perf_counter() - t, 1), threads=torch.get_num_threads())
+    cell.update(info, **more, threads=torch.get_num_threads()); cell.setdefault('seconds_make', round(time.perf_counter() - t, 1))  # a resumed cell keeps its first
     for s in todo:
         t = time.perf_counter()
         cell['scores'][s] = _json_scores(S.score(enc, s))

@@ -19,13 +19,12 @@ Points (MiniLM, finance):
 Seed 0 chooses (ranking rule, recovery at 2x); the others report. Speed: `--speed` times every saved point in one
 run, interleaved (2 threads, batch 32 x 128 tokens, and one text of 128 tokens), and writes results/frontier/speed.json.
 Run: OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/frontier.py [--grid select|report] [--domain chemistry] [--model mpnet] [--only REGEX]
-     OMP_NUM_THREADS=2 ... python bench/frontier.py --speed > results/frontier/speed.txt
+     OMP_NUM_THREADS=2 ... python bench/frontier.py --speed [--only REGEX: those points and their dense, merged] > results/frontier/speed.txt
 """
 from __future__ import annotations
 import argparse, json, os, platform, re, statistics, sys, time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -118,6 +117,12 @@ def m2v_point(name, work):
         return StaticEncoder(work/name, max_length=256), dict(pca_dims=256)
     return make
 
+def saved(name, work):
+    "A point stopped between its suites resumes from the model it saved (made once: a plan timed again could differ)."
+    from domain import read_cell
+    if not read_cell(name, OUT).get('scores') or not (work/name/'config.json').exists() or 'int8' in name or 'm2v' in name: return None
+    return lambda: (Encoder.from_pretrained(work/name), {})
+
 def grid(a, S, work, todo):
     for seed in a.seeds:
         pts = {f'dense-s{seed}': lambda n, s=seed: (lambda: made(n, work, Encoder.from_pretrained(base_model()), {}))}
@@ -141,16 +146,22 @@ def grid(a, S, work, todo):
             if not todo(name): continue
             if name.endswith('+int8') and not (work/name.split('+')[0]).exists(): print(f'{name}: {name.split("+")[0]} not made yet', file=sys.stderr); continue
             t = time.perf_counter()
-            evaluate(name, mk(name), SUITES(seed), S, out=OUT, seed=seed)
+            evaluate(name, saved(name, work) or mk(name), SUITES(seed), S, out=OUT, seed=seed)
             print(f'{name}: done ({time.perf_counter() - t:.0f} s)', file=sys.stderr, flush=True)
 
-def speed(work):
-    "Time every saved point in one run: PyTorch models together (`encode_times`), ONNX graphs in onnxruntime, model2vec on real text."
+def speed(work, only=''):
+    """Time every saved point in one run: PyTorch models together (`encode_times`), ONNX graphs in onnxruntime, model2vec on
+    real text. With `only`, the points it matches and their models' dense points, in one run, merged into speed.json (each
+    ratio is measured within one run: a point against its own model's dense, timed beside it)."""
     import onnxruntime as ort
     torch.set_num_threads(THREADS)
+    model_of = lambda k: 'mpnet' if k.startswith('mpnet-') else 'minilm'   # each against its own dense model
+    is_dense = lambda k: re.fullmatch(r'(mpnet-)?(chemistry-)?dense-s\d+', k)
     pts = {p.name: p for p in sorted(work.iterdir()) if p.is_dir()}
+    picked = {model_of(k) for k in pts if re.search(only, k)}
+    pts = {k: p for k, p in pts.items() if re.search(only, k) or (is_dense(k) and model_of(k) in picked)}
     torch_pts = {k: Encoder.from_pretrained(p) for k, p in pts.items() if (p/'config.json').exists() and 'm2v' not in k}
-    res = {}
+    res, run = {}, time.strftime('%Y-%m-%d %H:%M')
     for b in (BATCH, 1):
         t = encode_times(torch_pts, TOKENS, b, THREADS, rounds=15 if b == 1 else 7)
         ids = {k: v.numpy() for k, v in dict(input_ids=torch.randint(100, 30000, (b, TOKENS)), attention_mask=torch.ones(b, TOKENS, dtype=torch.long)).items()}
@@ -170,13 +181,13 @@ def speed(work):
                 for _ in range(15):
                     t0 = time.perf_counter(); enc.encode(texts, batch_size=b); ts.append(time.perf_counter() - t0)
                 t[k] = statistics.median(ts)
-        model_of = lambda k: 'mpnet' if k.startswith('mpnet-') else 'minilm'   # each against its own dense model
-        ref = {m: statistics.median(v for k, v in t.items() if model_of(k) == m and re.fullmatch(r'(mpnet-)?(chemistry-)?dense-s\d+', k))
-               for m in {model_of(k) for k in t}}
-        res['batch' if b == BATCH else 'single'] = {k: dict(seconds=v, speedup=ref[model_of(k)] / v) for k, v in t.items()}
+        ref = {m: statistics.median(v for k, v in t.items() if model_of(k) == m and is_dense(k)) for m in {model_of(k) for k in t}}
+        res['batch' if b == BATCH else 'single'] = {k: dict(seconds=v, speedup=ref[model_of(k)] / v, run=run) for k, v in t.items()}
+    old = json.loads((OUT/'speed.json').read_text()) if only and (OUT/'speed.json').exists() else {}
+    for kind in ('batch', 'single'): res[kind] = {**old.get(kind, {}), **res[kind]}
     res.update(tokens=TOKENS, batch_size=BATCH, threads=THREADS, torch=torch.__version__, onnxruntime=ort.__version__, cpu=platform.processor() or platform.machine(), cores=os.cpu_count())
     (OUT/'speed.json').write_text(json.dumps(res, indent=1) + '\n')
-    for k in res['batch']: print(f"{k:45s} batch {res['batch'][k]['speedup']:5.2f}x  single {res['single'][k]['speedup']:5.2f}x")
+    for k in res['batch']: print(f"{k:45s} batch {res['batch'][k]['speedup']:5.2f}x  single {res['single'][k]['speedup']:5.2f}x  ({res['batch'][k].get('run', 'first run')})")
 
 def main():
     ap = argparse.ArgumentParser()
@@ -193,7 +204,7 @@ def main():
     a = ap.parse_args()
     A.domain, A.model = a.domain, a.model
     OUT.mkdir(parents=True, exist_ok=True); work = Path(a.work); work.mkdir(parents=True, exist_ok=True)
-    if a.speed: fill_params(work); return speed(work)
+    if a.speed: fill_params(work); return speed(work, a.only)
     torch.set_num_threads(1)
     S = Suites(data_root(None), Encoder.from_pretrained(base_model()).tokenizer)
     grid(a, S, work, lambda n: re.search(a.only, n))

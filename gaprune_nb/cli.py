@@ -56,7 +56,7 @@ def _pair(s):
 _Field = namedtuple('_Field', 'name type default doc')
 
 @functools.lru_cache
-def _fields(cls:type # A dataclass of `gaprune_nb.options` (no torch)
+def _fields(cls:type # A dataclass of `gaprune_nb.options` or `gaprune_nb.registry` (no torch)
            ) -> tuple:
     "Each field of the dataclass `cls` as (name, type annotation, default (`MISSING` for a factory), comment)."
     from fastcore.docments import docments  # light: no torch
@@ -124,7 +124,7 @@ def _add_settings(p, show=True):
     "One argument group per method family, titled by its methods, one flag per field of its settings; `--help` lists a group when `show` (True: all; a method's name: its own) asks."
     m = REGISTRY.get(ALIASES.get(show, show)) if isinstance(show, str) else None
     for cls, names in _families().items():
-        g = p.add_argument_group(f'settings of {", ".join(names)} (gaprune_nb.options.{cls.__name__}; "none" unsets)')
+        g = p.add_argument_group(f'settings of {", ".join(names)} ({cls.__module__}.{cls.__name__}; "none" unsets)')
         _add_fields(g, cls, _SETTING_FLAGS, shown=True if show is True or (m and m.config is cls) else ())
 
 def _methods_help() -> str:
