@@ -173,7 +173,7 @@ def speed(work, only=''):
                 for _ in range(15 if b == 1 else 7):
                     t0 = time.perf_counter(); s.run(None, ids); ts.append(time.perf_counter() - t0)
                 t[k] = statistics.median(ts)
-            if k.startswith('m2v'):
+            if 'm2v' in k:
                 from static_baseline import StaticEncoder
                 enc, tok = StaticEncoder(p), Encoder.from_pretrained(minilm_path()).tokenizer
                 texts = [tok.decode(r) for r in torch.randint(1000, 29000, (b, TOKENS)).tolist()]
