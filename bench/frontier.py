@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from domain import Suites, evaluate  # noqa: E402  (the suites of the domain experiment, one definition)
+from domain import Suites, evaluate, read_cell  # noqa: E402  (the suites of the domain experiment, one definition)
 
 from gaprune_nb.core import Encoder
 from gaprune_nb.data import data_root
@@ -65,7 +65,7 @@ def made(name, work, enc, info) -> tuple:
 
 def fill_params(work):
     "Parameter counts of points evaluated before `made` recorded them, counted from their saved folders."
-    from domain import cell_path, read_cell
+    from domain import cell_path
     from gaprune_nb.store import write_text
     for p in sorted(work.iterdir()):
         c = read_cell(p.name, OUT)
@@ -119,7 +119,6 @@ def m2v_point(name, work):
 
 def saved(name, work):
     "A point stopped between its suites resumes from the model it saved (made once: a plan timed again could differ)."
-    from domain import read_cell
     if not read_cell(name, OUT).get('scores') or not (work/name/'config.json').exists() or 'int8' in name or 'm2v' in name: return None
     return lambda: (Encoder.from_pretrained(work/name), {})
 
@@ -162,6 +161,7 @@ def speed(work, only=''):
     pts = {k: p for k, p in pts.items() if re.search(only, k) or (is_dense(k) and model_of(k) in picked)}
     torch_pts = {k: Encoder.from_pretrained(p) for k, p in pts.items() if (p/'config.json').exists() and 'm2v' not in k}
     res, run = {}, time.strftime('%Y-%m-%d %H:%M')
+    tok = Encoder.from_pretrained(minilm_path()).tokenizer   # model2vec's timing texts: decoded random tokens, made once
     for b in (BATCH, 1):
         t = encode_times(torch_pts, TOKENS, b, THREADS, rounds=15 if b == 1 else 7)
         ids = {k: v.numpy() for k, v in dict(input_ids=torch.randint(100, 30000, (b, TOKENS)), attention_mask=torch.ones(b, TOKENS, dtype=torch.long)).items()}
@@ -175,7 +175,7 @@ def speed(work, only=''):
                 t[k] = statistics.median(ts)
             if 'm2v' in k:
                 from static_baseline import StaticEncoder
-                enc, tok = StaticEncoder(p), Encoder.from_pretrained(minilm_path()).tokenizer
+                enc = StaticEncoder(p)
                 texts = [tok.decode(r) for r in torch.randint(1000, 29000, (b, TOKENS)).tolist()]
                 enc.encode(texts); ts = []
                 for _ in range(15):
