@@ -16,9 +16,11 @@ Points (MiniLM, finance):
   l3-<k>                       L3Prune's truncation to the first k = half of the layers (about 2x), same recovery
   <point>+int8                 a point's ONNX int8 graph
   m2v                          model2vec static embeddings distilled from the same model (PCA 256)
+  slim<X>-<rank>-none[-then-<recovery>]  --grid recovery: one slimmed structure, no fine-tuning, then each recovery
+                               (contrastive, distill, distill+contrastive) on that same structure
 Seed 0 chooses (ranking rule, recovery at 2x); the others report. Speed: `--speed` times every saved point in one
 run, interleaved (2 threads, batch 32 x 128 tokens, and one text of 128 tokens), and writes results/frontier/speed.json.
-Run: OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/frontier.py [--grid select|report] [--domain chemistry] [--model mpnet] [--only REGEX]
+Run: OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/frontier.py [--grid select|report|recovery] [--domain chemistry] [--model mpnet] [--only REGEX]
      OMP_NUM_THREADS=2 ... python bench/frontier.py --speed [--only REGEX: those points and their dense, merged] > results/frontier/speed.txt
 """
 from __future__ import annotations
@@ -79,14 +81,21 @@ def slim_point(name, work, seed, **over):
         return made(name, work, enc, dict(report={k: rep[k] for k in ('config', 'params_kept', 'widths', 'heads', 'dropped', 'speed', 'speed_plan')}))
     return make
 
-def recovered(name, work, seed, shape):
-    "A baseline structure (`shape(enc)`), then the same recovery as slim (keep=1: nothing more goes)."
+def recovered(name, work, seed, shape, start=None, **over):
+    """A baseline structure (`shape(enc)`, applied to the dense model or to the saved point `start`), then the same recovery
+    as slim (keep=1: nothing more goes; `over` changes the recovery; distillation learns the dense model's embeddings)."""
     def make():
-        enc = Encoder.from_pretrained(base_model())
+        enc, dense = Encoder.from_pretrained(work/start if start else base_model()), Encoder.from_pretrained(base_model())
         info = shape(enc)
-        enc, rep = slim_run(slim_cfg(seed, keep=1.0, scorer='contribution'), encoder=enc, show_progress=False)
+        enc, rep = slim_run(slim_cfg(seed, keep=1.0, scorer='contribution', **over), encoder=enc, dense=dense, show_progress=False)
         return made(name, work, enc, dict(structure=info, report={k: rep[k] for k in ('config', 'params_kept', 'widths', 'heads', 'dropped')}))
     return make
+
+def structure_of(base):
+    "The saved structure of another point (a slimmed model before any recovery), loaded as the dense model is."
+    def shape(enc):
+        return dict(structure=base)
+    return shape
 
 def magnitude_to(x):
     def shape(enc):
@@ -125,7 +134,12 @@ def saved(name, work):
 def grid(a, S, work, todo):
     for seed in a.seeds:
         pts = {f'dense-s{seed}': lambda n, s=seed: (lambda: made(n, work, Encoder.from_pretrained(base_model()), {}))}
-        if a.grid == 'select':
+        if a.grid == 'recovery':   # one structure (slim at the first target, no fine-tuning), each recovery on it
+            x = a.targets[0]; base = f'slim{x:g}-{a.rank}-none-s{seed}'
+            pts[base] = lambda n, s=seed, x=x: slim_point(n, work, s, speedup=x, rank=a.rank, finetune='none')
+            for rec in ('contrastive', 'distill', 'distill+contrastive'):
+                pts[f'{base}-then-{rec}'] = lambda n, s=seed, r=rec, b=base: recovered(n, work, s, structure_of(prefix() + b), start=prefix() + b, recovery=r)
+        elif a.grid == 'select':
             for rank in ('per-time', 'importance', 'fidelity'):
                 pts[f'slim2-{rank}-contrastive-s{seed}'] = lambda n, s=seed, r=rank: slim_point(n, work, s, speedup=2.0, rank=r, recovery='contrastive')
             for rec in ('distill', 'distill+contrastive'):
@@ -191,7 +205,7 @@ def speed(work, only=''):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--grid', choices=('select', 'report'), default='report')
+    ap.add_argument('--grid', choices=('select', 'report', 'recovery'), default='report')
     ap.add_argument('--seeds', type=int, nargs='+', default=[1])
     ap.add_argument('--targets', type=float, nargs='+', default=[1.5, 2.0, 3.0])
     ap.add_argument('--rank', default='importance')

@@ -79,6 +79,7 @@ def _fine(enc:Encoder, cfg:SlimConfig, data, train, texts:list[str], t:dict, say
 def slim_run(cfg:SlimConfig,                  # The run's settings
              out:str|Path|None=None,          # Output folder (new or empty; written atomically); None: keep in memory
              encoder:Encoder|None=None,       # An already loaded model to slim in place (else `cfg.model` is loaded)
+             dense:Encoder|None=None,         # The dense model `encoder` was made from, if it is already compressed: the recovery distils its embeddings, speed and parameters are measured against it (else `encoder` as passed)
              show_progress:bool=True,         # Stage headings, times and progress bars (on stderr)
              overwrite:bool=False             # Replace a previous slim run in `out`
             ) -> tuple[Encoder, dict]:
@@ -94,7 +95,8 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     seed_everything(cfg.seed)
     with stage(t, 'load model', say):
         enc = Encoder.from_pretrained(src, **load_kwargs(cfg), max_length=cfg.max_length) if encoder is None else encoder
-        before, dense = _params(enc), copy.deepcopy(enc)  # the dense model: timed against at the end
+        dense = copy.deepcopy(enc) if dense is None else dense  # the dense model: timed against at the end
+        before = _params(dense)
         if out is not None: check_space(out, sum(p.numel() * p.element_size() for p in enc.parameters()), what='the slimmed model')
         trip = data.domain.data.shuffle(seed=cfg.seed) if data else None  # never the held-out rows
         n_train = cfg.batch_size * max(cfg.gate_steps, cfg.finetune_steps, 1)
@@ -104,9 +106,9 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     ft = RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size, seed=cfg.seed + 1, progress=say, loss=cfg.recovery or 'contrastive') if cfg.finetune != 'none' else None
     teacher = None
     if ft and cfg.finetune_steps and cfg.recovery != 'contrastive':  # the dense model's embeddings, before anything is removed
-        with stage(t, f'teacher embeddings for the recovery ({cfg.recovery})', say), token_limit(enc, cfg.train_max_length):
+        with stage(t, f'teacher embeddings for the recovery ({cfg.recovery})', say), token_limit(dense, cfg.train_max_length):
             general = data.general.data if data.general else load_domain('general', cfg.general_data, None, cfg.data).data
-            teacher = recovery_teacher(enc, train, general, cfg.finetune_steps, ft, say)
+            teacher = recovery_teacher(dense, train, general, cfg.finetune_steps, ft, say)
     plan = None
     if cfg.layers:
         with stage(t, f'whole layers: keep {cfg.layers}', say), token_limit(enc, cfg.train_max_length):
