@@ -87,7 +87,8 @@ def recovered(name, work, seed, shape, start=None, **over):
     def make():
         enc, dense = Encoder.from_pretrained(work/start if start else base_model()), Encoder.from_pretrained(base_model())
         info = shape(enc)
-        enc, rep = slim_run(slim_cfg(seed, keep=1.0, scorer='contribution', **over), encoder=enc, dense=dense, show_progress=False)
+        cfg = slim_cfg(seed, keep=1.0, scorer='contribution', **over, **(dict(model=None) if start else {}))  # a saved point: the run records its folder
+        enc, rep = slim_run(cfg, encoder=enc, dense=dense, show_progress=False)
         return made(name, work, enc, dict(structure=info, report={k: rep[k] for k in ('config', 'params_kept', 'widths', 'heads', 'dropped')}))
     return make
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .arch import drop_sublayers, dropped_sublayers, find_layers, kept_heads
+from .arch import drop_sublayers, dropped_sublayers, find_layers
+from .heads import kept_heads
 from .core import Encoder, model_source, seed_everything, write_model_files
 from .sources import DomainData, data_folders, load_domain, run_data
 from .layer_drop import drop_plan, effir_importance

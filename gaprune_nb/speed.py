@@ -11,7 +11,8 @@ from dataclasses import asdict, dataclass
 import torch
 from tqdm.auto import tqdm
 
-from .arch import drop_sublayers, find_layers, head_layout, kept_heads, remove_heads
+from .arch import drop_sublayers, find_layers
+from .heads import head_layout, kept_heads, remove_heads
 from .core import Encoder, evaluating
 from .slimming import remove_neurons
 
@@ -264,6 +265,7 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
         if got < want: lo = goal
         else: hi = goal
         goal = (lo * hi) ** 0.5 if lo and hi else goal * want / got  # the cost model's error, corrected from both sides
+        goal = max(goal, 1 + margin)  # a noisy overshoot never asks for nothing: removing nothing is no speed-up, whatever a timing says
     got, keep = best or (got, keep)
     apply_plan(enc, keep)
     return dict(keep=keep, costs=asdict(costs), tries=tried, reached=got >= speedup, mixes=mixes)

@@ -8,7 +8,8 @@ import transformers
 from transformers import AutoModel, AutoModelForCausalLM
 
 from gaprune_nb.core import Encoder
-from gaprune_nb.arch import find_layers, head_layout, kept_heads, remove_heads
+from gaprune_nb.arch import find_layers
+from gaprune_nb.heads import head_layout, kept_heads, remove_heads
 from gaprune_nb.fixtures import TINY_ARCHS, tiny_model
 from gaprune_nb.l3prune import l3prune_configs, l3prune_losses, layer_embeddings, truncate
 from gaprune_nb.layer_drop import (SUBLAYERS, drop_order, drop_plan, drop_sublayers, dropped_sublayers,

@@ -4,7 +4,8 @@ import pytest
 import torch
 from sentence_transformers import SentenceTransformer
 
-from gaprune_nb.arch import find_layers, head_layout, kept_heads
+from gaprune_nb.arch import find_layers
+from gaprune_nb.heads import head_layout, kept_heads
 from gaprune_nb.core import Encoder
 from gaprune_nb.fixtures import tiny_model
 from gaprune_nb.options import SlimConfig
