@@ -80,7 +80,7 @@ def slim_code(model_type:str # A model type of `ARCHS` (or a slimmed folder's, `
     if model_type not in SUBLAYERS or model_type not in MODEL_MAPPING_NAMES:
         raise UnsupportedArchitecture(f"Cannot write a modelling file for model_type={model_type!r}; supported: {sorted(SUBLAYERS)}.")
     base = MODEL_MAPPING_NAMES[model_type]
-    arch, heads = (importlib.import_module(f'gaprune_nb.{m}') for m in ('arch', 'heads'))  # the installed source (also in the notebook)
+    arch, heads = importlib.import_module('gaprune_nb.arch'), importlib.import_module('gaprune_nb.heads')  # the installed source (also in the notebook)
     parts = [inspect.getsource(getattr(arch, n)) for n in ('SkippedAttention', 'SkippedMLP', 'SkippedOutput', '_attach', '_rel', '_drop_branch', '_has')]
     parts += [inspect.getsource(getattr(heads, n)) for n in ('_unit_index', '_bias_by_head', '_set_heads')]
     parts.append(_standalone(inspect.getsource(heads.head_layout)))
