@@ -81,22 +81,16 @@ def slim_point(name, work, seed, **over):
         return made(name, work, enc, dict(report={k: rep[k] for k in ('config', 'params_kept', 'widths', 'heads', 'dropped', 'speed', 'speed_plan')}))
     return make
 
-def recovered(name, work, seed, shape, start=None, **over):
-    """A baseline structure (`shape(enc)`, applied to the dense model or to the saved point `start`), then the same recovery
-    as slim (keep=1: nothing more goes; `over` changes the recovery; distillation learns the dense model's embeddings)."""
+def recovered(name, work, seed, shape=None, start=None, **over):
+    """A baseline structure (`shape(enc)` applied to the dense model, or the saved point `start` as it is), then the same
+    recovery as slim (keep=1: nothing more goes; `over` changes the recovery; distillation learns the dense model's embeddings)."""
     def make():
         enc, dense = Encoder.from_pretrained(work/start if start else base_model()), Encoder.from_pretrained(base_model())
-        info = shape(enc)
+        info = shape(enc) if shape else dict(structure=start)
         cfg = slim_cfg(seed, keep=1.0, scorer='contribution', **over, **(dict(model=None) if start else {}))  # a saved point: the run records its folder
         enc, rep = slim_run(cfg, encoder=enc, dense=dense, show_progress=False)
         return made(name, work, enc, dict(structure=info, report={k: rep[k] for k in ('config', 'params_kept', 'widths', 'heads', 'dropped')}))
     return make
-
-def structure_of(base):
-    "The saved structure of another point (a slimmed model before any recovery), loaded as the dense model is."
-    def shape(enc):
-        return dict(structure=base)
-    return shape
 
 def magnitude_to(x):
     def shape(enc):
@@ -139,7 +133,7 @@ def grid(a, S, work, todo):
             x = a.targets[0]; base = f'slim{x:g}-{a.rank}-none-s{seed}'
             pts[base] = lambda n, s=seed, x=x: slim_point(n, work, s, speedup=x, rank=a.rank, finetune='none')
             for rec in ('contrastive', 'distill', 'distill+contrastive'):
-                pts[f'{base}-then-{rec}'] = lambda n, s=seed, r=rec, b=base: recovered(n, work, s, structure_of(prefix() + b), start=prefix() + b, recovery=r)
+                pts[f'{base}-then-{rec}'] = lambda n, s=seed, r=rec, b=base: recovered(n, work, s, start=prefix() + b, recovery=r)
         elif a.grid == 'select':
             for rank in ('per-time', 'importance', 'fidelity'):
                 pts[f'slim2-{rank}-contrastive-s{seed}'] = lambda n, s=seed, r=rank: slim_point(n, work, s, speedup=2.0, rank=r, recovery='contrastive')
