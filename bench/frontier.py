@@ -17,7 +17,8 @@ Points (MiniLM, finance):
   <point>+int8                 a point's ONNX int8 graph
   m2v                          model2vec static embeddings distilled from the same model (PCA 256)
   slim<X>-<rank>-none[-then-<recovery>]  --grid recovery: one slimmed structure, no fine-tuning, then each recovery
-                               (contrastive, distill, distill+contrastive) on that same structure
+                               (contrastive, distill, distill+contrastive) on that same structure; with --steps N
+                               other than 100 the recovered cells end in -Nsteps
 Seed 0 chooses (ranking rule, recovery at 2x); the others report. Speed: `--speed` times every saved point in one
 run, interleaved (2 threads, batch 32 x 128 tokens, and one text of 128 tokens), and writes results/frontier/speed.json.
 Run: OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/frontier.py [--grid select|report|recovery] [--domain chemistry] [--model mpnet] [--only REGEX]
@@ -48,7 +49,7 @@ SUITES = lambda seed: DOMAIN_SUITES[A.domain](seed) + ['dev-general']
 MODELS = {'minilm': minilm_path, 'mpnet': mpnet_path}
 TOKENS, BATCH, THREADS = 128, 32, 2
 STEPS = 100
-A = argparse.Namespace(domain='finance', model='minilm')  # this run's domain and model (set by `main`)
+A = argparse.Namespace(domain='finance', model='minilm', steps=STEPS)  # this run's domain, model and recovery steps (set by `main`)
 
 def prefix() -> str:
     "Cell names of MiniLM on finance carry no prefix; other models and domains say which."
@@ -57,7 +58,7 @@ def prefix() -> str:
 def base_model() -> Path: return MODELS[A.model]()
 
 def slim_cfg(seed, **over) -> SlimConfig:
-    return SlimConfig(**dict(dict(model=str(base_model()), domain=A.domain, holdout=0.1, seed=seed, finetune_steps=STEPS,
+    return SlimConfig(**dict(dict(model=str(base_model()), domain=A.domain, holdout=0.1, seed=seed, finetune_steps=A.steps,
                                   speed_tokens=TOKENS, speed_batch=BATCH, threads=THREADS), **over))
 
 def made(name, work, enc, info) -> tuple:
@@ -133,7 +134,7 @@ def grid(a, S, work, todo):
             x = a.targets[0]; base = f'slim{x:g}-{a.rank}-none-s{seed}'
             pts[base] = lambda n, s=seed, x=x: slim_point(n, work, s, speedup=x, rank=a.rank, finetune='none')
             for rec in ('contrastive', 'distill', 'distill+contrastive'):
-                pts[f'{base}-then-{rec}'] = lambda n, s=seed, r=rec, b=base: recovered(n, work, s, start=prefix() + b, recovery=r)
+                pts[f'{base}-then-{rec}' + (f'-{a.steps}steps' if a.steps != STEPS else '')] = lambda n, s=seed, r=rec, b=base: recovered(n, work, s, start=prefix() + b, recovery=r)
         elif a.grid == 'select':
             for rank in ('per-time', 'importance', 'fidelity'):
                 pts[f'slim2-{rank}-contrastive-s{seed}'] = lambda n, s=seed, r=rank: slim_point(n, work, s, speedup=2.0, rank=r, recovery='contrastive')
@@ -207,11 +208,12 @@ def main():
     ap.add_argument('--recovery', default='contrastive')
     ap.add_argument('--work', default='/tmp/frontier_work')
     ap.add_argument('--only', default='')
+    ap.add_argument('--steps', type=int, default=STEPS, help='recovery steps (--grid recovery names cells with other than 100 by it)')
     ap.add_argument('--speed', action='store_true')
     ap.add_argument('--domain', choices=tuple(DOMAIN_SUITES), default='finance')
     ap.add_argument('--model', choices=tuple(MODELS), default='minilm')
     a = ap.parse_args()
-    A.domain, A.model = a.domain, a.model
+    A.domain, A.model, A.steps = a.domain, a.model, a.steps
     OUT.mkdir(parents=True, exist_ok=True); work = Path(a.work); work.mkdir(parents=True, exist_ok=True)
     if a.speed: fill_params(work); return speed(work, a.only)
     torch.set_num_threads(1)
