@@ -106,7 +106,7 @@ def test_slim_max_length_sets_the_dense_and_the_slimmed_model(monkeypatch, tmp_p
     seen = {}
     monkeypatch.setattr(jobs, 'compare', lambda dense, model, *a, **kw: seen.update(dense=dense.max_length, slimmed=model.max_length) or {})
     main(['slim', '--scorer', 'magnitude', '--keep', '0.9', '--finetune', 'none', '--n-calib', '4', '--max-length', '64',
-          '--out', str(tmp_path / 'slim')])
+          '--speed-batch', '2', '--speed-tokens', '16', '--out', str(tmp_path / 'slim')])
     assert seen == dict(dense=64, slimmed=64)
     assert Encoder.from_pretrained(tmp_path / 'slim').max_length == 64 and SlimConfig.from_run(tmp_path / 'slim').max_length == 64
 
@@ -172,11 +172,11 @@ def prune_ok(out, *args) -> RunConfig:
     return RunConfig.from_run(out)
 
 
-def test_score_settings_are_flags_recorded_in_the_report_and_reproduce_the_mask(tmp_path):
+def test_score_settings_are_flags_recorded_in_the_report_and_reproduce_the_mask(tmp_path, bert, data):
     "The DAI's settings are flags of `gaprune prune`; the run records its method's config and RunConfig.from_run reproduces the mask."
     from gaprune_nb.masks import load_mask
     out = tmp_path / 'run'
-    cfg = prune_ok(out, '--method', 'gaprune-paper', '--beta', '0', '--normalize', 'rms', '--clamp', '0.8,1.2', '--batch-size', '4', '--max-length', '64')
+    cfg = prune_ok(out, '--model', bert, '--data', data, '--method', 'gaprune-paper', '--beta', '0', '--normalize', 'rms', '--clamp', '0.8,1.2', '--batch-size', '4', '--max-length', '64')
     score = json.loads((out / 'gaprune_report.json').read_text())['config']['score']
     assert score['beta'] == 0 and score['normalize'] == 'rms' and score['clamp'] == [0.8, 1.2] and set(score) == {f.name for f in fields(DAIConfig)}
     assert cfg.score.beta == 0 and cfg.score.clamp == (0.8, 1.2)

@@ -89,10 +89,11 @@ def test_two_processes_in_groups_of_matrices(tmp_path, single):
     assert len(list((tmp_path/'grouped').glob('stats-*-of-00002.safetensors'))) == 2
 
 
-def test_torchrun_prune(tmp_path):
-    "`torchrun --nproc_per_node 2 $(which gaprune) prune ...`: one folder written, the same mask as one process."
+def test_torchrun_prune(tmp_path, bert, data):
+    "`torchrun --nproc_per_node 2 $(which gaprune) prune ...` (tiny BERT, tiny data): one folder written, the same mask as one process."
     env = {**os.environ, 'OMP_NUM_THREADS': '1'}
-    args = ['prune', '--method', 'fisher-dom', '--sparsity', '0.5', '--n-calib', '8', '--pool', '100', '--batch-size', '2']
+    args = ['prune', '--model', str(bert), '--data', str(data), '--method', 'fisher-dom', '--sparsity', '0.5', '--n-calib', '8',
+            '--pool', '0', '--batch-size', '2']
     gaprune = str(Path(sys.executable).parent/'gaprune')  # the console script (a Python file torchrun can launch)
     one = subprocess.run([gaprune, *args, '--out', str(tmp_path/'one')], env=env,
                          capture_output=True, text=True)

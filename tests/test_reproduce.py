@@ -16,10 +16,18 @@ CASES = {  # one method per kind of input: gradient statistics (two estimators, 
 }
 
 
+@pytest.fixture(scope='module')
+def tiny(tmp_path_factory):
+    "A tiny random BERT model folder: what is reproduced is the run folder's settings, not a model's size."
+    folder = tmp_path_factory.mktemp('models')/'tiny'
+    write_model_files(Encoder(*tiny_model('bert', seed=2)), folder)
+    return str(folder.resolve())
+
+
 @pytest.mark.parametrize('case', list(CASES))
-def test_saved_config_reproduces_the_run(tmp_path, case):
+def test_saved_config_reproduces_the_run(tmp_path, case, tiny):
     "Prune into a folder; `RunConfig.from_run` on it alone, run again in memory, gives the same config, the same mask and the same weights."
-    cfg = RunConfig(**CASES[case], sparsity=0.4, n_calib=8, pool=200, batch_size=4, max_length=64, seed=3)
+    cfg = RunConfig(**CASES[case], model=tiny, sparsity=0.4, n_calib=8, pool=200, batch_size=4, max_length=64, seed=3)
     out = tmp_path/'run'
     prune_run(cfg, out=out, show_progress=False)
     again = RunConfig.from_run(out)
@@ -36,11 +44,11 @@ def test_saved_config_reproduces_the_run(tmp_path, case):
 OLD_SCORE = {**vars(DAIConfig()), **vars(OBDConfig())}  # what run folders saved before each family had its own config
 
 
-def test_an_old_run_folder_loads_and_reproduces(tmp_path):
+def test_an_old_run_folder_loads_and_reproduces(tmp_path, tiny):
     """A run folder as written before `DAIConfig` / `OBDConfig`: its config's `score` is one 16-field dict (other families'
     fields set too, as `--beta 0` with the default method recorded them) and its method may be `gaprune`. `from_run`
     reads the method's family from it (the rest was never read) and the run again gives the saved mask bit for bit."""
-    cfg = RunConfig(method='gaprune', sparsity=0.4, n_calib=8, pool=200, batch_size=4, max_length=64, seed=3)
+    cfg = RunConfig(method='gaprune', model=tiny, sparsity=0.4, n_calib=8, pool=200, batch_size=4, max_length=64, seed=3)
     out = tmp_path/'run'
     _, _, rep = prune_run(cfg, out=out, show_progress=False)
     assert rep['config']['method'] == 'gaprune' and rep['method'] == 'wanda-row'  # as asked, and canonical

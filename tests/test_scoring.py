@@ -144,12 +144,11 @@ def test_score_config_checks():
     with pytest.raises(ValueError, match='chooses its mask'): importance('sparsegpt', Encoder(*tiny_model('bert')))
 
 
-def test_cli_magnitude_with_obs_update(tmp_path):
+def test_cli_magnitude_with_obs_update(tmp_path, bert, data):
     "A method that needs no calibration still gets the domain triplets when --update obs asks for the OBS Hessians."
-    import subprocess, sys
-    from pathlib import Path
-    r = subprocess.run([str(Path(sys.executable).parent / 'gaprune'), 'prune', '--method', 'magnitude', '--update', 'obs',
-                        '--n-calib', '4', '--pool', '50', '--out', str(tmp_path / 'run')], capture_output=True, text=True)
+    from conftest import gaprune
+    r = gaprune('prune', '--model', bert, '--data', data, '--method', 'magnitude', '--update', 'obs', '--n-calib', '4', '--pool', '0',
+                '--out', tmp_path / 'run')
     assert r.returncode == 0, r.stderr[-1500:]
     import json
     rep = json.loads((tmp_path / 'run' / 'gaprune_report.json').read_text())
