@@ -17,7 +17,8 @@ Points (MiniLM, finance):
   <point>+int8                 a point's ONNX int8 graph
   m2v                          model2vec static embeddings distilled from the same model (PCA 256)
   slim<X>-<rank>-none[-then-<recovery>]  --grid recovery: one slimmed structure, no fine-tuning, then each recovery
-                               (contrastive, distill, distill+contrastive) on that same structure; with --steps N
+                               (contrastive, distill, distill+contrastive, and contrastive on rows half of them general
+                               triplets: -then-contrastive-general0.5) on that same structure; with --steps N
                                other than 100 the recovered cells end in -Nsteps
 Seed 0 chooses (ranking rule, recovery at 2x); the others report. Speed: `--speed` times every saved point in one
 run, interleaved (2 threads, batch 32 x 128 tokens, and one text of 128 tokens), and writes results/frontier/speed.json.
@@ -133,8 +134,9 @@ def grid(a, S, work, todo):
         if a.grid == 'recovery':   # one structure (slim at the first target, no fine-tuning), each recovery on it
             x = a.targets[0]; base = f'slim{x:g}-{a.rank}-none-s{seed}'
             pts[base] = lambda n, s=seed, x=x: slim_point(n, work, s, speedup=x, rank=a.rank, finetune='none')
-            for rec in ('contrastive', 'distill', 'distill+contrastive'):
-                pts[f'{base}-then-{rec}' + (f'-{a.steps}steps' if a.steps != STEPS else '')] = lambda n, s=seed, r=rec, b=base: recovered(n, work, s, start=prefix() + b, recovery=r)
+            for rec, g in (('contrastive', 0), ('distill', 0), ('distill+contrastive', 0), ('contrastive', 0.5)):
+                name = f'{base}-then-{rec}' + (f'-general{g:g}' if g else '') + (f'-{a.steps}steps' if a.steps != STEPS else '')
+                pts[name] = lambda n, s=seed, r=rec, g=g, b=base: recovered(n, work, s, start=prefix() + b, recovery=r, general_triplets=g)
         elif a.grid == 'select':
             for rank in ('per-time', 'importance', 'fidelity'):
                 pts[f'slim2-{rank}-contrastive-s{seed}'] = lambda n, s=seed, r=rank: slim_point(n, work, s, speedup=2.0, rank=r, recovery='contrastive')

@@ -176,6 +176,7 @@ class SlimConfig(ModelConfig):
     finetune: str = 'full'        # retrieval fine-tuning after slimming: 'full', 'lora' or 'none'
     finetune_steps: int = 100     # fine-tuning steps
     recovery: str|None = None     # the fine-tuning's loss: 'contrastive' (pairs), 'distill' (the dense model's embeddings of domain and general texts) or 'distill+contrastive'; None: `RECOVERY_BY_SHAPE`
+    general_triplets: float = 0.0 # share of the contrastive fine-tuning's rows that are general triplets (`sources.mix_rows`), to keep general ability; 0: the domain's rows only
     batch_size: int = 16          # triplets per training step
     n_calib: int = 256            # texts for EffiR importance; calibration triplets per side for weight-level scorers
     train_max_length: int = 128   # token limit while training (evaluation uses `max_length`)
@@ -195,6 +196,10 @@ class SlimConfig(ModelConfig):
             if not (isinstance(getattr(self, k), int) and getattr(self, k) >= 0): raise ValueError(f"{k} must be an integer >= 0, not {getattr(self, k)!r}")
         self._positive('batch_size', 'n_calib', 'train_max_length')
         _check_recovery(self)
+        if not (isinstance(self.general_triplets, (int, float)) and 0 <= self.general_triplets < 1):
+            raise ValueError(f"general_triplets must be in [0, 1) (the share of the fine-tuning's rows that are general triplets), not {self.general_triplets!r}")
+        if self.general_triplets and self.recovery == 'distill':
+            raise ValueError("general_triplets mixes general triplets into the contrastive loss; recovery 'distill' has none (it distils general texts already)")
         if self.max_length is not None and not (isinstance(self.max_length, int) and self.max_length >= 1):
             raise ValueError(f"max_length must be a positive integer or None (the model folder's limit), not {self.max_length!r}")
         if self.scorer == 'gates' and self.keep < 1 and self.gate_steps < 1: raise ValueError("scorer 'gates' needs gate_steps >= 1")

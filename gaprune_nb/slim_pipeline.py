@@ -13,7 +13,7 @@ import numpy as np
 from .arch import drop_sublayers, dropped_sublayers, find_layers
 from .heads import kept_heads
 from .core import Encoder, model_source, seed_everything, write_model_files
-from .sources import DomainData, data_folders, load_domain, run_data
+from .sources import DomainData, data_folders, load_domain, mix_rows, run_data
 from .layer_drop import drop_plan, effir_importance
 from .l3prune import l3prune_configs, l3prune_losses, truncate
 from .options import RECOVERY_BY_SHAPE, SlimConfig
@@ -52,6 +52,10 @@ def _calib_texts(cfg:SlimConfig, data, trip) -> list[str]:
     "The texts of the first `n_calib` training rows: what importance is measured on."
     return DomainData(cfg.domain, data.domain.shape, trip.select(range(min(len(trip), cfg.n_calib)))).texts()
 
+def _recovery_reads_general(cfg:SlimConfig) -> bool:
+    "Whether the fine-tuning reads the general side: distillation (general texts) or `general_triplets` (general rows)."
+    return cfg.finetune != 'none' and cfg.finetune_steps > 0 and (cfg.recovery not in (None, 'contrastive') or cfg.general_triplets > 0)
+
 def _speed_tokens(cfg:SlimConfig, enc:Encoder, texts:list[str]|None) -> int:
     "The text length speed is measured at: `speed_tokens`, else the median token count of the calibration texts (within the model's limit)."
     if cfg.speed_tokens: return min(cfg.speed_tokens, enc.max_length)
@@ -88,7 +92,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     say, t = show_progress, {}
     need, what = _needs(cfg)
     both = cfg.scorer not in ('gates', 'contribution') and method(cfg.scorer).calib  # a weight-level scorer's calibration: both sides, n_calib rows each
-    data = run_data(cfg, need, what, cfg.n_calib if both else None, general=both) if need else None  # before anything loads
+    data = run_data(cfg, need, what, cfg.n_calib if both else None, general=both or _recovery_reads_general(cfg)) if need else None  # before anything loads
     if cfg.recovery is None and data: cfg = replace(cfg, recovery=RECOVERY_BY_SHAPE[data.domain.shape])  # recorded as run
     src = model_source(default_model(cfg.model)) if encoder is None else None
     model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)  # what the report records: a passed encoder's source
@@ -102,13 +106,14 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
         trip = data.domain.data.shuffle(seed=cfg.seed) if data else None  # never the held-out rows
         n_train = cfg.batch_size * max(cfg.gate_steps, cfg.finetune_steps, 1)
         train = trip.select(range(min(len(trip), n_train))) if data else None
+        ft_rows = mix_rows(train, data.general.data, cfg.general_triplets, cfg.seed) if cfg.general_triplets and _recovery_reads_general(cfg) else train
         texts = _calib_texts(cfg, data, trip) if data else None  # what importance and plans are measured on
         tokens = _speed_tokens(cfg, enc, texts)
     ft = RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size, seed=cfg.seed + 1, progress=say, loss=cfg.recovery or 'contrastive') if cfg.finetune != 'none' else None
     teacher = None
     if ft and cfg.finetune_steps and cfg.recovery != 'contrastive':  # the dense model's embeddings, before anything is removed
         with stage(t, f'teacher embeddings for the recovery ({cfg.recovery})', say), token_limit(dense, cfg.train_max_length):
-            general = data.general.data if data.general else load_domain('general', cfg.general_data, None, cfg.data).data
+            general = data.general.data if data.general else load_domain('general', cfg.general_data, None, cfg.data).data  # recovery None: chosen by the shape after reading
             teacher = recovery_teacher(dense, train, general, cfg.finetune_steps, ft, say)
     plan = None
     if cfg.layers:
@@ -131,7 +136,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
         _fine(enc, cfg, data, train, texts, t, say, hist)
     if ft and cfg.finetune_steps:
         with stage(t, f'fine-tune ({cfg.finetune}, {cfg.recovery}, {cfg.finetune_steps} steps)', say), token_limit(enc, cfg.train_max_length):
-            retrain(enc, train, cfg.finetune_steps, config=ft, inplace=True, teacher=teacher)
+            retrain(enc, ft_rows, cfg.finetune_steps, config=ft, inplace=True, teacher=teacher)
     with stage(t, 'measure speed', say):
         speed = measure_speedup(dense, enc, tokens, cfg.speed_batch, cfg.threads)
         speed |= dict(flops_dense=forward_flops(dense, tokens), flops=forward_flops(enc, tokens))

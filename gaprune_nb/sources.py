@@ -18,7 +18,8 @@ from .store import sha256_stream
 
 # %% auto #0
 __all__ = ['EXTENSIONS', 'ALIASES', 'COLUMNS', 'MIN_HELD', 'load_file', 'resolve', 'load_hub', 'DomainData', 'preset',
-           'load_domain', 'default_holdout', 'holdout', 'check_shape', 'RunData', 'run_data', 'data_folders']
+           'load_domain', 'default_holdout', 'holdout', 'check_shape', 'RunData', 'run_data', 'data_folders',
+           'mix_rows']
 
 # %% ../nbs/01a_sources.ipynb #747294c6
 EXTENSIONS = {'.jsonl': 'json', '.json': 'json', '.csv': 'csv', '.tsv': 'csv', '.parquet': 'parquet', '.txt': 'text'}  # -> `datasets` loader
@@ -281,3 +282,17 @@ def data_folders(cfg # A `RunConfig` or `SlimConfig`
     "{what: folder} of every folder given as a source (`--domain-data`, `--general-data`): a run never writes in, over or around them."
     return {f"{k.replace('_', ' ')} folder ({s})": Path(s).expanduser() for k in ('domain_data', 'general_data')
             for s in getattr(cfg, k) or [] if Path(s).expanduser().is_dir()}
+
+# %% ../nbs/01a_sources.ipynb #a7c3e1f0b002
+def mix_rows(domain:Dataset,   # The domain's training rows (query, positive[, negative])
+             general:Dataset,  # The general side's rows: at least the domain's columns
+             share:float,      # Share of the rows taken from `general` (0: `domain` as it is)
+             seed:int=0        # Seeded choice and order
+            ) -> Dataset:
+    "As many rows as `domain`, `share` of them general rows (the domain's columns only), shuffled together."
+    if not share: return domain
+    missing = sorted(set(domain.column_names) - set(general.column_names))
+    if missing: raise DataError(f"the general data lack the column(s) {missing} of the domain's rows: give general data of that shape (--general-data) or set general_triplets to 0")
+    k = min(len(general), round(len(domain) * share))
+    gen = general.shuffle(seed=seed).select(range(k)).select_columns(domain.column_names).cast(domain.features)
+    return concatenate_datasets([domain.select(range(len(domain) - k)), gen]).shuffle(seed=seed)

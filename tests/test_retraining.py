@@ -273,3 +273,27 @@ def test_cli_prune_and_slim_with_recovery(bert, data, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert SlimConfig.from_run(tmp_path/'slim').recovery == 'distill+contrastive'
     assert 'fine-tune (full, distill+contrastive, 2 steps)' in r.stderr
+
+
+def test_slim_general_triplets_fine_tunes_on_general_rows_too(bert, data, tmp_path, monkeypatch):
+    "`gaprune slim --general-triplets 0.5`: the fine-tuning's rows are half general triplets (whole rows), recorded and read back."
+    import json
+    from conftest import gaprune, one_line_error
+    from gaprune_nb import slim_pipeline
+    from gaprune_nb.options import SlimConfig
+    from gaprune_nb.sources import load_domain
+    seen, real = {}, slim_pipeline.retrain
+    def spy(enc, rows, *a, **kw):  # the rows the fine-tuning gets
+        seen['rows'] = rows
+        return real(enc, rows, *a, **kw)
+    monkeypatch.setattr(slim_pipeline, 'retrain', spy)
+    r = gaprune('slim', '--model', bert, '--data', data, '--scorer', 'magnitude', '--keep', '0.5', '--n-calib', 8, '--finetune-steps', 2, '--batch-size', 4,
+                '--general-triplets', 0.5, '--speed-batch', 2, '--no-eval', '--out', tmp_path/'slim')
+    assert r.returncode == 0, r.stderr[-2000:]
+    general = {tuple(x.values()) for x in load_domain('general', root=data).data}
+    rows = [tuple(x[c] for c in ('query', 'positive', 'negative')) for x in seen['rows']]
+    assert len(rows) >= 8 and sum(x in general for x in rows) == round(len(rows) * 0.5)  # the domain's training rows, half replaced
+    assert SlimConfig.from_run(tmp_path/'slim').general_triplets == 0.5
+    assert 'general' in json.loads((tmp_path/'slim'/'slim_report.json').read_text())['data']  # the general side is recorded
+    r = gaprune('slim', '--model', bert, '--data', data, '--general-triplets', 0.5, '--recovery', 'distill', '--out', tmp_path/'never')
+    assert "recovery 'distill' has none" in one_line_error(r) and not (tmp_path/'never').exists()
