@@ -19,7 +19,8 @@ Points (MiniLM, finance):
   slim<X>-<rank>-none[-then-<recovery>]  --grid recovery: one slimmed structure, no fine-tuning, then each recovery
                                (contrastive, distill, distill+contrastive, and contrastive on rows half of them general
                                triplets: -then-contrastive-general0.5) on that same structure; with --steps N
-                               other than 100 the recovered cells end in -Nsteps
+                               other than 100 the recovered cells end in -Nsteps (and the fine-tuned points of --grid report
+                               carry -Nsteps before -s<seed>)
 Seed 0 chooses (ranking rule, recovery at 2x); the others report. Speed: `--speed` times every saved point in one
 run, interleaved (2 threads, batch 32 x 128 tokens, and one text of 128 tokens), and writes results/frontier/speed.json.
 Run: OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/frontier.py [--grid select|report|recovery] [--domain chemistry] [--model mpnet] [--only REGEX]
@@ -129,13 +130,14 @@ def saved(name, work):
     return lambda: (Encoder.from_pretrained(work/name), {})
 
 def grid(a, S, work, todo):
+    steps = f'-{a.steps}steps' if a.steps != STEPS else ''   # recovery steps other than 100 are in the names
     for seed in a.seeds:
         pts = {f'dense-s{seed}': lambda n, s=seed: (lambda: made(n, work, Encoder.from_pretrained(base_model()), {}))}
         if a.grid == 'recovery':   # one structure (slim at the first target, no fine-tuning), each recovery on it
             x = a.targets[0]; base = f'slim{x:g}-{a.rank}-none-s{seed}'
             pts[base] = lambda n, s=seed, x=x: slim_point(n, work, s, speedup=x, rank=a.rank, finetune='none')
             for rec, g in (('contrastive', 0), ('distill', 0), ('distill+contrastive', 0), ('contrastive', 0.5)):
-                name = f'{base}-then-{rec}' + (f'-general{g:g}' if g else '') + (f'-{a.steps}steps' if a.steps != STEPS else '')
+                name = f'{base}-then-{rec}' + (f'-general{g:g}' if g else '') + steps
                 pts[name] = lambda n, s=seed, r=rec, g=g, b=base: recovered(n, work, s, start=prefix() + b, recovery=r, general_triplets=g)
         elif a.grid == 'select':
             for rank in ('per-time', 'importance', 'fidelity'):
@@ -144,13 +146,13 @@ def grid(a, S, work, todo):
                 pts[f'slim2-fidelity-{rec}-s{seed}'] = lambda n, s=seed, r=rec: slim_point(n, work, s, speedup=2.0, rank='fidelity', recovery=r)
         else:
             for x in a.targets:
-                pts[f'slim{x:g}-{a.rank}-{a.recovery}-s{seed}'] = lambda n, s=seed, x=x: slim_point(n, work, s, speedup=x, rank=a.rank, recovery=a.recovery)
-            pts[f'mag2-s{seed}'] = lambda n, s=seed: recovered(n, work, s, magnitude_to(2.0))
+                pts[f'slim{x:g}-{a.rank}-{a.recovery}{steps}-s{seed}'] = lambda n, s=seed, x=x: slim_point(n, work, s, speedup=x, rank=a.rank, recovery=a.recovery)
+            pts[f'mag2{steps}-s{seed}'] = lambda n, s=seed: recovered(n, work, s, magnitude_to(2.0))
             half = json.loads((base_model()/'config.json').read_text())['num_hidden_layers'] // 2   # ~2x: the slim2 point's speed
-            pts[f'l3-{half}-s{seed}'] = lambda n, s=seed, k=half: recovered(n, work, s, l3_to(k))
+            pts[f'l3-{half}{steps}-s{seed}'] = lambda n, s=seed, k=half: recovered(n, work, s, l3_to(k))
             pts[f'dense+int8-s{seed}'] = lambda n, s=seed: int8_point(n, work, f'{prefix()}dense-s{s}')
             for x in a.targets:
-                base = f'slim{x:g}-{a.rank}-{a.recovery}-s{seed}'
+                base = f'slim{x:g}-{a.rank}-{a.recovery}{steps}-s{seed}'
                 pts[f'{base}+int8'] = lambda n, b=base: int8_point(n, work, prefix() + b)
             pts[f'm2v-s{seed}'] = lambda n: m2v_point(n, work)
         for name, mk in ((prefix() + k, v) for k, v in pts.items()):
