@@ -294,5 +294,6 @@ def mix_rows(domain:Dataset,   # The domain's training rows (query, positive[, n
     missing = sorted(set(domain.column_names) - set(general.column_names))
     if missing: raise DataError(f"the general data lack the column(s) {missing} of the domain's rows: give general data of that shape (--general-data) or set general_triplets to 0")
     k = min(len(general), round(len(domain) * share))
-    gen = general.shuffle(seed=seed).select(range(k)).select_columns(domain.column_names).cast(domain.features)
+    gen = general.shuffle(seed=seed).select(range(k)).select_columns(domain.column_names)
+    if gen.features != domain.features: gen = gen.cast(domain.features)  # (both are strings when read by `load_domain`)
     return concatenate_datasets([domain.select(range(len(domain) - k)), gen]).shuffle(seed=seed)
