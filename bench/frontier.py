@@ -16,6 +16,8 @@ Points (MiniLM, finance):
   l3-<k>                       L3Prune's truncation to the first k = half of the layers (about 2x), same recovery
   <point>+int8                 a point's ONNX int8 graph
   m2v                          model2vec static embeddings distilled from the same model (PCA 256)
+  slim<X>-importance-contrastive-gencalib0.5  --grid structure: the slim point with importance measured on texts half of
+                               them general (`SlimConfig(general_calib=0.5)`), against slim<X>-importance-contrastive
   slim<X>-<rank>-none[-then-<recovery>]  --grid recovery: one slimmed structure, no fine-tuning, then each recovery
                                (contrastive, distill, distill+contrastive, and contrastive on rows half of them general
                                triplets: -then-contrastive-general0.5) on that same structure; with --steps N
@@ -139,6 +141,9 @@ def grid(a, S, work, todo):
             for rec, g in (('contrastive', 0), ('distill', 0), ('distill+contrastive', 0), ('contrastive', 0.5)):
                 name = f'{base}-then-{rec}' + (f'-general{g:g}' if g else '') + steps
                 pts[name] = lambda n, s=seed, r=rec, g=g, b=base: recovered(n, work, s, start=prefix() + b, recovery=r, general_triplets=g)
+        elif a.grid == 'structure':   # importance measured on texts half of them general (general_calib), at the first target
+            x = a.targets[0]
+            pts[f'slim{x:g}-importance-contrastive-gencalib0.5{steps}-s{seed}'] = lambda n, s=seed, x=x: slim_point(n, work, s, speedup=x, rank='importance', recovery='contrastive', general_calib=0.5)
         elif a.grid == 'select':
             for rank in ('per-time', 'importance', 'fidelity'):
                 pts[f'slim2-{rank}-contrastive-s{seed}'] = lambda n, s=seed, r=rank: slim_point(n, work, s, speedup=2.0, rank=r, recovery='contrastive')
@@ -205,7 +210,7 @@ def speed(work, only=''):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--grid', choices=('select', 'report', 'recovery'), default='report')
+    ap.add_argument('--grid', choices=('select', 'report', 'recovery', 'structure'), default='report')
     ap.add_argument('--seeds', type=int, nargs='+', default=[1])
     ap.add_argument('--targets', type=float, nargs='+', default=[1.5, 2.0, 3.0])
     ap.add_argument('--rank', default='importance')

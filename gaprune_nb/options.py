@@ -179,6 +179,7 @@ class SlimConfig(ModelConfig):
     general_triplets: float = 0.0 # share of the contrastive fine-tuning's rows that are general triplets (`sources.mix_rows`), to keep general ability; 0: the domain's rows only
     batch_size: int = 16          # triplets per training step
     n_calib: int = 256            # texts for EffiR importance; calibration triplets per side for weight-level scorers
+    general_calib: float = 0.0    # share of the texts importance (and `rank` 'fidelity') is measured on that are general texts, to keep what general text needs; 0: the domain's only (the speed is measured at the domain's length either way)
     train_max_length: int = 128   # token limit while training (evaluation uses `max_length`)
     max_length: int|None = None   # the model's token limit, set at load (evaluation, the saved folder); None: the folder's
 
@@ -198,6 +199,8 @@ class SlimConfig(ModelConfig):
         _check_recovery(self)
         if not (isinstance(self.general_triplets, (int, float)) and 0 <= self.general_triplets < 1):
             raise ValueError(f"general_triplets must be in [0, 1) (the share of the fine-tuning's rows that are general triplets), not {self.general_triplets!r}")
+        if not (isinstance(self.general_calib, (int, float)) and 0 <= self.general_calib < 1):
+            raise ValueError(f"general_calib must be in [0, 1) (the share of the importance texts that are general), not {self.general_calib!r}")
         if self.general_triplets and self.recovery == 'distill':
             raise ValueError("general_triplets mixes general triplets into the contrastive loss; recovery 'distill' has none (it distils general texts already)")
         if self.max_length is not None and not (isinstance(self.max_length, int) and self.max_length >= 1):

@@ -4,7 +4,7 @@
 
 # %% ../nbs/11a_slim_pipeline.ipynb #11b494b9
 from __future__ import annotations
-import copy, json, os, time
+import copy, json, os, random, time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from .registry import SHAPES, method
 from .pipeline import RunConfig, calibrate, load_kwargs, recovery_teacher, score, stage, statistics, token_limit
 from .runs import read_folders, recorded_model
 from .fixtures import default_model
-from .retraining import RetrainConfig, retrain
+from .retraining import RetrainConfig, mix_texts, retrain
 from .slimming import gate_scores, mlp_widths, neuron_scores, slim, train_gates
 from .speed import forward_flops, measure_speedup, slim_to_speedup, unit_costs, unit_scores
 from .store import write_json
@@ -48,9 +48,10 @@ def _needs(cfg:SlimConfig) -> tuple[str|None, str]:
              ('pairs', f"slim --layers {cfg.layers} (L3Prune's per-layer contrastive loss)") if cfg.layers in ('small', 'large') else None]
     return max((s for s in steps if s), key=lambda s: SHAPES.index(s[0]), default=(None, ''))
 
-def _calib_texts(cfg:SlimConfig, data, trip) -> list[str]:
-    "The texts of the first `n_calib` training rows: what importance is measured on."
-    return DomainData(cfg.domain, data.domain.shape, trip.select(range(min(len(trip), cfg.n_calib)))).texts()
+def _calib_texts(cfg:SlimConfig, data, trip, side=None) -> list[str]:
+    "The texts of the first `n_calib` rows of `trip` (the domain's training rows, or `side`'s): what importance is measured on."
+    side = side or data.domain
+    return DomainData(side.name, side.shape, trip.select(range(min(len(trip), cfg.n_calib)))).texts()
 
 def _recovery_reads_general(cfg:SlimConfig) -> bool:
     "Whether the fine-tuning reads the general side: distillation (general texts) or `general_triplets` (general rows)."
@@ -92,7 +93,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     say, t = show_progress, {}
     need, what = _needs(cfg)
     both = cfg.scorer not in ('gates', 'contribution') and method(cfg.scorer).calib  # a weight-level scorer's calibration: both sides, n_calib rows each
-    data = run_data(cfg, need, what, cfg.n_calib if both else None, general=both or _recovery_reads_general(cfg)) if need else None  # before anything loads
+    data = run_data(cfg, need, what, cfg.n_calib if both else None, general=both or _recovery_reads_general(cfg) or cfg.general_calib > 0) if need else None  # before anything loads
     if cfg.recovery is None and data: cfg = replace(cfg, recovery=RECOVERY_BY_SHAPE[data.domain.shape])  # recorded as run
     src = model_source(default_model(cfg.model)) if encoder is None else None
     model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)  # what the report records: a passed encoder's source
@@ -108,7 +109,10 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
         train = trip.select(range(min(len(trip), n_train))) if data else None
         ft_rows = mix_rows(train, data.general.data, cfg.general_triplets, cfg.seed) if cfg.general_triplets and _recovery_reads_general(cfg) else train
         texts = _calib_texts(cfg, data, trip) if data else None  # what importance and plans are measured on
-        tokens = _speed_tokens(cfg, enc, texts)
+        tokens = _speed_tokens(cfg, enc, texts)  # the domain's typical length
+        if texts and cfg.general_calib:  # general texts among them, in a seeded order (a plan's fidelity reads the first 256)
+            texts = mix_texts(texts, _calib_texts(cfg, data, data.general.data.shuffle(seed=cfg.seed), data.general), len(texts), cfg.general_calib, cfg.seed)
+            random.Random(cfg.seed).shuffle(texts)
     ft = RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size, seed=cfg.seed + 1, progress=say, loss=cfg.recovery or 'contrastive') if cfg.finetune != 'none' else None
     teacher = None
     if ft and cfg.finetune_steps and cfg.recovery != 'contrastive':  # the dense model's embeddings, before anything is removed

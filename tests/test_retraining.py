@@ -297,3 +297,24 @@ def test_slim_general_triplets_fine_tunes_on_general_rows_too(bert, data, tmp_pa
     assert 'general' in json.loads((tmp_path/'slim'/'slim_report.json').read_text())['data']  # the general side is recorded
     r = gaprune('slim', '--model', bert, '--data', data, '--general-triplets', 0.5, '--recovery', 'distill', '--out', tmp_path/'never')
     assert "recovery 'distill' has none" in one_line_error(r) and not (tmp_path/'never').exists()
+
+
+def test_slim_general_calib_measures_importance_on_general_texts_too(bert, data, monkeypatch):
+    "`SlimConfig(general_calib=0.5)`: half the texts neuron importance is measured on are general ones; the speed is still measured at the domain's length."
+    from gaprune_nb import slim_pipeline
+    from gaprune_nb.options import SlimConfig
+    from gaprune_nb.sources import load_domain
+    seen, real = [], slim_pipeline.unit_scores
+    def spy(enc, texts, *a, **kw):  # the texts importance is measured on
+        seen.append(list(texts))
+        return real(enc, texts, *a, **kw)
+    monkeypatch.setattr(slim_pipeline, 'unit_scores', spy)
+    general = set(load_domain('general', root=data).texts())
+    reps = []
+    for g in (0.0, 0.5):
+        cfg = SlimConfig(model=str(bert), data=str(data), keep=0.5, scorer='contribution', finetune='none', n_calib=8, speed_batch=2, general_calib=g)
+        reps.append(slim_pipeline.slim_run(cfg, show_progress=False)[1])
+    plain, mixed = seen
+    assert not set(plain) & general and len(mixed) == len(plain) and sum(t in general for t in mixed) == round(0.5 * len(plain))
+    assert reps[0]['speed']['tokens'] == reps[1]['speed']['tokens']  # measured at the domain's typical length either way
+    assert reps[1]['config']['general_calib'] == 0.5 and 'general' in reps[1]['data']
