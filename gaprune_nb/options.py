@@ -179,7 +179,7 @@ class SlimConfig(ModelConfig):
     general_triplets: float = 0.0 # share of the contrastive fine-tuning's rows that are general triplets (`sources.mix_rows`), to keep general ability; 0: the domain's rows only
     batch_size: int = 16          # triplets per training step
     n_calib: int = 256            # texts for EffiR importance; calibration triplets per side for weight-level scorers
-    general_calib: float = 0.0    # share of the texts importance (and `rank` 'fidelity') is measured on that are general texts, to keep what general text needs; 0: the domain's only (the speed is measured at the domain's length either way)
+    general_calib: float = 0.0    # share of the texts unit contributions (`--speedup`, scorer 'contribution'), EffiR's drop order and `rank` 'fidelity' are measured on that are general texts, to keep what general text needs; 0: the domain's only (speed is measured at the domain's length either way)
     train_max_length: int = 128   # token limit while training (evaluation uses `max_length`)
     max_length: int|None = None   # the model's token limit, set at load (evaluation, the saved folder); None: the folder's
 
