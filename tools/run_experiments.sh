@@ -32,8 +32,11 @@ exp domain nbs/17_exp_your_domain.ipynb   # your domain: methods on full-length 
 if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" frontier "* ]]; then   # resumable: points already in results/frontier/ are skipped; models kept in /tmp/frontier_work for the speed pass
   OMP_NUM_THREADS=1 .venv/bin/python bench/frontier.py --grid select --seeds 0 && OMP_NUM_THREADS=1 .venv/bin/python bench/frontier.py --grid report --seeds 1
   OMP_NUM_THREADS=1 .venv/bin/python bench/frontier.py --grid report --seeds 1 --domain chemistry --targets 2   # MiniLM on chemistry
-  OMP_NUM_THREADS=1 .venv/bin/python bench/frontier.py --grid report --seeds 1 --model mpnet --targets 2 3         # mpnet on finance (~50 min a point on 2 shared cores)
+  OMP_NUM_THREADS=1 .venv/bin/python bench/frontier.py --grid report --seeds 1 --model mpnet --targets 1.5 2 3     # mpnet on finance (~50-70 min a point on 2 shared cores)
   OMP_NUM_THREADS=1 .venv/bin/python bench/frontier.py --grid recovery --seeds 0 1 --targets 2   # one slimmed structure per seed, each recovery on it
+  OMP_NUM_THREADS=1 .venv/bin/python bench/frontier.py --grid recovery --seeds 0 1 --targets 2 --steps 400 --only 'then-contrastive-400steps$'   # four times the steps
+  OMP_NUM_THREADS=1 .venv/bin/python bench/frontier.py --grid structure --seeds 0 --targets 2   # general texts in the importance (seed 0 decided)
+  OMP_NUM_THREADS=1 .venv/bin/python bench/frontier.py --grid report --seeds 1 --targets 1.5 --steps 400 --only 'slim1.5-importance-contrastive-400steps'   # the 1.5x point with 400 steps
   OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --speed | tee results/frontier/speed.txt   # every saved point timed in one run
 fi
 exp frontier nbs/18_exp_frontier.ipynb   # faster on CPU: slim --speedup at several targets, fp32 and int8, vs dense, its int8 graph, L3Prune, neuron magnitude, model2vec (results/frontier/)
