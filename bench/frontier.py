@@ -217,7 +217,7 @@ def main():
     ap.add_argument('--recovery', default='contrastive')
     ap.add_argument('--work', default='/tmp/frontier_work')
     ap.add_argument('--only', default='')
-    ap.add_argument('--steps', type=int, default=STEPS, help='recovery steps (--grid recovery names cells with other than 100 by it)')
+    ap.add_argument('--steps', type=int, default=STEPS, help='fine-tuning steps of every recovery (other than 100: named -Nsteps in the points)')
     ap.add_argument('--speed', action='store_true')
     ap.add_argument('--domain', choices=tuple(DOMAIN_SUITES), default='finance')
     ap.add_argument('--model', choices=tuple(MODELS), default='minilm')

@@ -98,16 +98,16 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     src = model_source(default_model(cfg.model)) if encoder is None else None
     model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)  # what the report records: a passed encoder's source
     out = check_output(out, overwrite, read_folders(cfg.data, src or model, **data_folders(cfg)), kind='slim') if out is not None else None  # never in what it reads
+    trip = data.domain.data.shuffle(seed=cfg.seed) if data else None  # never the held-out rows
+    n_train = cfg.batch_size * max(cfg.gate_steps, cfg.finetune_steps, 1)
+    train = trip.select(range(min(len(trip), n_train))) if data else None
+    ft_rows = mix_rows(train, data.general.data, cfg.general_triplets, cfg.seed) if cfg.general_triplets and _recovery_reads_general(cfg) else train  # before the model loads: a missing column is said at once
     seed_everything(cfg.seed)
     with stage(t, 'load model', say):
         enc = Encoder.from_pretrained(src, **load_kwargs(cfg), max_length=cfg.max_length) if encoder is None else encoder
         dense = copy.deepcopy(enc) if dense is None else dense  # the dense model: timed against at the end
         before = _params(dense)
         if out is not None: check_space(out, sum(p.numel() * p.element_size() for p in enc.parameters()), what='the slimmed model')
-        trip = data.domain.data.shuffle(seed=cfg.seed) if data else None  # never the held-out rows
-        n_train = cfg.batch_size * max(cfg.gate_steps, cfg.finetune_steps, 1)
-        train = trip.select(range(min(len(trip), n_train))) if data else None
-        ft_rows = mix_rows(train, data.general.data, cfg.general_triplets, cfg.seed) if cfg.general_triplets and _recovery_reads_general(cfg) else train
         texts = _calib_texts(cfg, data, trip) if data else None  # what importance and plans are measured on
         tokens = _speed_tokens(cfg, enc, texts)  # the domain's typical length
         if texts and cfg.general_calib:  # general texts among them, in a seeded order (a plan's fidelity reads the first 256)
@@ -117,7 +117,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     teacher = None
     if ft and cfg.finetune_steps and cfg.recovery != 'contrastive':  # the dense model's embeddings, before anything is removed
         with stage(t, f'teacher embeddings for the recovery ({cfg.recovery})', say), token_limit(dense, cfg.train_max_length):
-            general = data.general.data if data.general else load_domain('general', cfg.general_data, None, cfg.data).data  # recovery None: chosen by the shape after reading
+            general = data.general.data if data.general else load_domain('general', cfg.general_data, None, cfg.data).data  # texts-only data: recovery None became 'distill' after `run_data` read no general side
             teacher = recovery_teacher(dense, train, general, cfg.finetune_steps, ft, say)
     plan = None
     if cfg.layers:
