@@ -26,6 +26,8 @@ Points (MiniLM, finance):
 Seed 0 chooses (ranking rule, recovery at 2x); the others report. Speed: `--speed` times every saved point in one
 run, interleaved (2 threads, batch 32 x 128 tokens, and one text of 128 tokens), and writes results/frontier/speed.json.
 Run: OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/frontier.py [--grid select|report|recovery] [--domain chemistry] [--model mpnet] [--only REGEX]
+     (`slim --speedup` plans by timing on this machine: a job beside it slows the timing unevenly and the plan overshoots
+     (seed 1: planned at 2.2x, 3.3x on a quiet machine). Run one job at a time with --threads 2 for points you report.)
      OMP_NUM_THREADS=2 ... python bench/frontier.py --speed [--only REGEX: those points and their dense, merged] > results/frontier/speed.txt
 """
 from __future__ import annotations
@@ -218,6 +220,8 @@ def main():
     ap.add_argument('--work', default='/tmp/frontier_work')
     ap.add_argument('--only', default='')
     ap.add_argument('--steps', type=int, default=STEPS, help='fine-tuning steps of every recovery (other than 100: named -Nsteps in the points)')
+    ap.add_argument('--threads', type=int, default=1, help='torch threads for making and scoring (the planner and --speed always time at 2); '
+                    '2 when this is the only job, so the planner times on a quiet machine')
     ap.add_argument('--speed', action='store_true')
     ap.add_argument('--domain', choices=tuple(DOMAIN_SUITES), default='finance')
     ap.add_argument('--model', choices=tuple(MODELS), default='minilm')
@@ -225,7 +229,7 @@ def main():
     A.domain, A.model, A.steps = a.domain, a.model, a.steps
     OUT.mkdir(parents=True, exist_ok=True); work = Path(a.work); work.mkdir(parents=True, exist_ok=True)
     if a.speed: fill_params(work); return speed(work, a.only)
-    torch.set_num_threads(1)
+    torch.set_num_threads(a.threads)
     S = Suites(data_root(None), Encoder.from_pretrained(base_model()).tokenizer)
     grid(a, S, work, lambda n: re.search(a.only, n))
 
