@@ -87,11 +87,12 @@ def evaluate_model(model,                 # A model folder, hub id or `Encoder` 
     if out: write_text(out, rep.to_json())
     return rep
 
-def held_out(cfg # A `RunConfig` or `SlimConfig`
+def held_out(cfg,       # A `RunConfig` or `SlimConfig`
+             data=None  # The run's data if already read (`pipeline.prune_data`, `slim_pipeline.slim_data`); None: read here
             ):
     "The rows of the run's domain data held out from calibration, statistics and training (`sources.run_data`): the user's domain suite; None if none are."
     from gaprune_nb.sources import run_data
-    held = run_data(cfg, None, 'the evaluation', general=False).held
+    held = (data or run_data(cfg, None, 'the evaluation', general=False)).held
     return None if held is None else held.data
 
 def _bundled_suite(domain:str, data, held, instead:str) -> bool:
@@ -170,12 +171,13 @@ def run(cfg,                        # A `RunConfig`
     "The main job: prune, evaluate dense and pruned, report Δ% and timings (the scores also go into the run folder)."
     from gaprune_nb.core import Encoder
     from gaprune_nb.data import data_root
-    from gaprune_nb.pipeline import load_kwargs, prune_run
+    from gaprune_nb.pipeline import load_kwargs, prune_data, prune_run
     from gaprune_nb.runs import write_report
     from gaprune_nb.fixtures import default_model
     t0 = time.perf_counter()
     limit = _as_limit(limit); data_root(cfg.data)
-    held = held_out(cfg) if domain_held is None else domain_held       # checked before the pruning starts:
+    data = prune_data(cfg)                                              # the run's data, read once
+    held = held_out(cfg, data) if domain_held is None else domain_held  # checked before the pruning starts:
     bundled = _bundled_suite(cfg.domain, cfg.data, held, 'gaprune prune')  # something to evaluate on,
     if held is not None:
         from gaprune_nb.domain_eval import check_held
@@ -184,7 +186,7 @@ def run(cfg,                        # A `RunConfig`
         if show_progress: print(f"== {out} holds the pruned model of these settings, not yet evaluated: evaluating it", file=sys.stderr)
         pruned, report['seconds'] = Encoder.from_pretrained(out, **load_kwargs(cfg)), {}
     else: pruned, mask, report = prune_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite, cache=cache,
-                                           checkpoint_every=checkpoint_every)
+                                           checkpoint_every=checkpoint_every, data=data)
     if _rank() > 0: return report  # under torchrun / accelerate the first process evaluates and reports
     dense = Encoder.from_pretrained(default_model(cfg.model), **load_kwargs(cfg))
     try: report['evaluation'] = compare(dense, pruned, cfg.method, cfg.domain if bundled else None, general, limit, cfg.data, report['seconds'], show_progress, dev, held)
@@ -214,16 +216,17 @@ def slim_job(cfg,                   # A `SlimConfig`
     from gaprune_nb.data import data_root
     from gaprune_nb.fixtures import default_model
     from gaprune_nb.pipeline import load_kwargs
-    from gaprune_nb.slim_pipeline import slim_run
+    from gaprune_nb.slim_pipeline import slim_data, slim_run
     from gaprune_nb.store import write_json
     t0 = time.perf_counter()
     limit = _as_limit(limit); data_root(cfg.data)  # checked before the slimming starts
-    held = (held_out(cfg) if domain_held is None else domain_held) if evaluate else None
+    data = slim_data(cfg)                          # the run's data, read once
+    held = (held_out(cfg, data) if domain_held is None else domain_held) if evaluate else None
     bundled = evaluate and _bundled_suite(cfg.domain, cfg.data, held, 'gaprune slim --no-eval')
     if held is not None:
         from gaprune_nb.domain_eval import check_held
         check_held(held)  # a held-out split too small to measure: refused before the slimming
-    slimmed, rep = slim_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite)
+    slimmed, rep = slim_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite, data=data)
     print(f"parameters kept: {rep['params_kept']:.1%} (MLP {rep['mlp_params_kept']:.1%}); dropped MLPs: "
           f"{rep['dropped']['mlp'] or 'none'}; MLP widths: {rep['widths']}")
     if evaluate:

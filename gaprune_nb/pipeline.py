@@ -32,7 +32,7 @@ from .retraining import RetrainConfig, Teacher, mix_texts, retrain, teacher_targ
 
 # %% auto #0
 __all__ = ['calibration_sets', 'calibrate', 'stage', 'load_kwargs', 'token_limit', 'statistics', 'recovery_texts',
-           'recovery_teacher', 'score', 'select', 'apply', 'prune_run']
+           'recovery_teacher', 'score', 'select', 'apply', 'prune_data', 'prune_run']
 
 # %% ../nbs/11_pipeline.ipynb #fd0bd672
 def calibration_sets(encoder:Encoder,          # The model whose query embeddings k-means clusters
@@ -222,6 +222,14 @@ def _needs(m, cfg:RunConfig) -> str:
     "The least data shape a prune run reads: its method's (texts for an OBS update alone) and its recovery's (pairs unless it only distils)."
     return max([m.needs or 'texts', 'pairs' if cfg.retrain_steps and cfg.recovery not in (None, 'distill') else 'texts'], key=SHAPES.index)
 
+def prune_data(cfg:RunConfig # The run's settings
+              ) -> RunData|None:
+    "The data a prune run reads, read once and checked (shape, held-out split, rows): `prune_run` and the job evaluating it share it. None if the run reads none."
+    m = method(cfg.method)
+    if not (m.calib or cfg.update is not None or cfg.retrain_steps): return None  # no calibration, no OBS update, no recovery
+    what = f"method {cfg.method!r}" + (" with update='obs'" if cfg.update and not m.calib else '')
+    return run_data(cfg, _needs(m, cfg), what, cfg.n_calib)
+
 def _recovery(enc:Encoder, cfg:RunConfig, data, timings:dict, say:bool) -> tuple:
     "(`RetrainConfig`, training rows, teacher or None) of a run's recovery: LoRA with default settings on the domain's rows (`data`: `run_data`'s)."
     rc = RetrainConfig(seed=cfg.seed + 1, loss=cfg.recovery, progress=say)
@@ -241,6 +249,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
               cache:str|Path|None=None,           # Calibration triplets, statistics checkpoints and finished statistics, kept for later runs (default: checkpoints in `<out>.partial`, removed)
               checkpoint_every:int=20,            # Statistics steps between checkpoints
               encoder:Encoder|None=None,          # An already loaded model to prune in place (else `cfg.model` is loaded); its source is recorded (`recorded_model`)
+              data:RunData|None=None,             # The run's data as `prune_data(cfg)` read it (a job that also evaluates reads them once); None: read here
              ) -> tuple[Encoder, dict, dict]:
     "The stages in a row: calibrate, statistics, score, select, apply, save. Returns (pruned encoder, mask, report)."
     if (dev := init_distributed(cfg.device)) != cfg.device: cfg = replace(cfg, device=dev)  # under torchrun: this process's GPU
@@ -249,8 +258,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     needs_calib = m.calib or cfg.update is not None   # the OBS update's Hessians come from the domain triplets
     needs_data = needs_calib or cfg.retrain_steps  # the recovery trains on the domain's data too
     root = data_root(cfg.data) if needs_data and not (cfg.domain_data and cfg.general_data) else None
-    what = f"method {cfg.method!r}" + (" with update='obs'" if cfg.update and not m.calib else '')
-    data = run_data(cfg, _needs(m, cfg), what, cfg.n_calib) if needs_data else None  # read and checked: shape, held-out split, rows
+    data = (prune_data(cfg) if data is None else data) if needs_data else None  # read and checked: shape, held-out split, rows
     if cfg.retrain_steps and cfg.recovery is None: cfg = replace(cfg, recovery=RECOVERY_BY_SHAPE[data.domain.shape])  # recorded as run
     if m.stats and not cfg.in_batch and 'pairs' in (data.domain.shape, data.general.shape):
         raise ValueError("in_batch=False contrasts each query with its hard negative only, which pairs do not have: keep --in-batch on, or give triplets")

@@ -13,7 +13,7 @@ import numpy as np
 from .arch import drop_sublayers, dropped_sublayers, find_layers
 from .heads import kept_heads
 from .core import Encoder, model_source, seed_everything, write_model_files
-from .sources import DomainData, data_folders, load_domain, mix_rows, run_data
+from .sources import DomainData, RunData, data_folders, load_domain, mix_rows, run_data
 from .layer_drop import drop_plan, effir_importance
 from .l3prune import l3prune_configs, l3prune_losses, truncate
 from .options import RECOVERY_BY_SHAPE, SlimConfig
@@ -28,7 +28,7 @@ from .store import write_json
 from .outputs import check_output, check_space, run_folder
 
 # %% auto #0
-__all__ = ['slim_run']
+__all__ = ['slim_data', 'slim_run']
 
 # %% ../nbs/11a_slim_pipeline.ipynb #38cc0139
 def _params(enc:Encoder) -> dict:
@@ -56,6 +56,13 @@ def _calib_texts(cfg:SlimConfig, data, trip, side=None) -> list[str]:
 def _recovery_reads_general(cfg:SlimConfig) -> bool:
     "Whether the fine-tuning reads the general side: distillation (general texts) or `general_triplets` (general rows)."
     return cfg.finetune != 'none' and cfg.finetune_steps > 0 and (cfg.recovery not in (None, 'contrastive') or cfg.general_triplets > 0)
+
+def slim_data(cfg:SlimConfig # The run's settings
+             ) -> RunData|None:
+    "The data a slim run reads, read once and checked (shape, held-out split, rows): `slim_run` and the job evaluating it share it. None if it reads none."
+    need, what = _needs(cfg)
+    both = cfg.scorer not in ('gates', 'contribution') and method(cfg.scorer).calib  # a weight-level scorer's calibration: both sides, n_calib rows each
+    return run_data(cfg, need, what, cfg.n_calib if both else None, general=both or _recovery_reads_general(cfg) or cfg.general_calib > 0) if need else None
 
 def _speed_tokens(cfg:SlimConfig, enc:Encoder, texts:list[str]|None) -> int:
     "The text length speed is measured at: `speed_tokens`, else the median token count of the calibration texts (within the model's limit)."
@@ -87,13 +94,12 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
              encoder:Encoder|None=None,       # An already loaded model to slim in place (else `cfg.model` is loaded)
              dense:Encoder|None=None,         # The dense model `encoder` was made from, if it is already compressed: the recovery distils its embeddings, speed and parameters are measured against it (else `encoder` as passed)
              show_progress:bool=True,         # Stage headings, times and progress bars (on stderr)
-             overwrite:bool=False             # Replace a previous slim run in `out`
+             overwrite:bool=False,            # Replace a previous slim run in `out`
+             data:RunData|None=None           # The run's data as `slim_data(cfg)` read it (a job that also evaluates reads them once); None: read here
             ) -> tuple[Encoder, dict]:
     "Slim to a measured speed-up (`speedup`) or by shares (drop MLP sub-layers, keep a share of neurons), fine-tune, measure, save. Returns (encoder, report)."
     say, t = show_progress, {}
-    need, what = _needs(cfg)
-    both = cfg.scorer not in ('gates', 'contribution') and method(cfg.scorer).calib  # a weight-level scorer's calibration: both sides, n_calib rows each
-    data = run_data(cfg, need, what, cfg.n_calib if both else None, general=both or _recovery_reads_general(cfg) or cfg.general_calib > 0) if need else None  # before anything loads
+    data = slim_data(cfg) if data is None else data  # before anything loads
     if cfg.recovery is None and data: cfg = replace(cfg, recovery=RECOVERY_BY_SHAPE[data.domain.shape])  # recorded as run
     src = model_source(default_model(cfg.model)) if encoder is None else None
     model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)  # what the report records: a passed encoder's source

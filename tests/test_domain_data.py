@@ -232,3 +232,19 @@ def test_texts_only_recover_by_distillation(tmp_path, bert, data, legal):
 
 def prune_args_texts(bert, data, src, out):
     return ('prune', '--model', bert, '--data', data, '--domain', 'legal', '--domain-data', src, '--n-calib', 8, '--pool', 0, '--out', out)
+
+
+def test_a_job_reads_the_domain_files_once(tmp_path, bert, data, legal, monkeypatch):
+    "`gaprune run` and `gaprune slim` read the user's files once: the pruning and the evaluation of its held-out rows share them."
+    import gaprune_nb.sources as sources
+    from gaprune_nb.jobs import run, slim_job
+    from gaprune_nb.options import SlimConfig
+    reads, real = [], sources.load_domain
+    monkeypatch.setattr(sources, 'load_domain', lambda name, *a, **k: reads.append(name) or real(name, *a, **k))
+    src = [str(legal / FILES['triplets'])]
+    run(RunConfig(model=str(bert), data=str(data), domain='legal', domain_data=src, method='wanda', n_calib=8, pool=0), tmp_path / 'run', show_progress=False)
+    assert reads.count('legal') == 1 and (tmp_path / 'run' / 'gaprune_report.json').exists()
+    reads.clear()
+    slim_job(SlimConfig(model=str(bert), data=str(data), domain='legal', domain_data=src, keep=0.5, n_calib=8, scorer='wanda', finetune='none'),
+             tmp_path / 'slim', show_progress=False)
+    assert reads.count('legal') == 1 and 'domain_suite' in json.loads((tmp_path / 'slim' / 'slim_report.json').read_text())['evaluation']
