@@ -229,6 +229,10 @@ def slim_job(cfg,                   # A `SlimConfig`
     slimmed, rep = slim_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite, data=data)
     print(f"parameters kept: {rep['params_kept']:.1%} (MLP {rep['mlp_params_kept']:.1%}); dropped MLPs: "
           f"{rep['dropped']['mlp'] or 'none'}; MLP widths: {rep['widths']}")
+    sp = rep['speed']
+    print(f"speed-up measured here: {sp['batch_speedup']:.2f}x for {sp['batch']} texts of {sp['tokens']} tokens, {sp['single_speedup']:.2f}x for one "
+          f"({sp['threads']} thread{'s' if sp['threads'] != 1 else ''}, {sp['cpu']}); FLOPs {sp['flops'] / sp['flops_dense']:.0%} of dense"
+          + ('' if sp.get('quiet', True) else f"; other processes kept {sp['others']:.1f} cores busy meanwhile: a quiet machine's may differ"))
     if evaluate:
         dense = Encoder.from_pretrained(model_source(default_model(cfg.model)), **load_kwargs(cfg), max_length=cfg.max_length)  # as `slim_run` loads it
         try: rep['evaluation'] = compare(dense, slimmed, 'slimmed', cfg.domain if bundled else None, general, limit, cfg.data, rep['seconds'], show_progress, dev, held)

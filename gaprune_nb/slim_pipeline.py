@@ -4,7 +4,7 @@
 
 # %% ../nbs/11a_slim_pipeline.ipynb #11b494b9
 from __future__ import annotations
-import copy, json, os, random, time
+import copy, json, os, random, sys, time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -137,6 +137,10 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
         with stage(t, f'remove units to a measured {cfg.speedup}x ({cfg.rank})', say):
             plan = slim_to_speedup(enc, scores, cfg.speedup, tokens, cfg.speed_batch, cfg.threads, cfg.rank, texts[:256],
                                    ('mlp', 'attn') if cfg.heads else ('mlp',), costs=costs, reference=dense)
+        if not plan['quiet']:  # said whatever show_progress is: the model may be slimmed past the target
+            print(f"   speed: other processes kept up to {max(x['others'] for x in plan['tries']):.1f} of {os.cpu_count()} cores busy while the plan was timed "
+                  f"({plan['costs']['threads']} threads): a busy machine slows the slimmed model more than dense, so it may be slimmed past "
+                  f"{cfg.speedup}x; slim on a quiet machine, or with fewer --threads", file=sys.stderr)
     else:
         if cfg.drop_mlp:
             with stage(t, f'coarse: drop {cfg.drop_mlp} MLP sub-layers', say):
@@ -154,7 +158,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     report = dict(config=asdict(cfg) | dict(model=model), **({} if data is None else dict(data=data.record)), params_before=before, params_after=after,
                   params_kept=after['total'] / before['total'], mlp_params_kept=after['mlp'] / before['mlp'],
                   layers=len(find_layers(enc)), dropped=dropped_sublayers(enc), widths=mlp_widths(enc), heads=[None if h is None else len(h) for h in kept_heads(enc)],
-                  speed=speed, speed_plan=None if plan is None else {k: plan[k] for k in ('costs', 'tries', 'reached', 'mixes')},
+                  speed=speed, speed_plan=None if plan is None else {k: plan[k] for k in ('costs', 'tries', 'reached', 'mixes', 'quiet')},
                   gate_training=None if cfg.speedup or not hist else hist[-1], seconds=t)
     if out is not None:
         with stage(t, 'save', say), run_folder(out, 'slim') as tmp:

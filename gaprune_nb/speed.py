@@ -4,7 +4,7 @@
 
 # %% ../nbs/07c_speed.ipynb #6ccc05ca
 from __future__ import annotations
-import copy, platform, statistics, time
+import copy, os, platform, statistics, time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
@@ -18,8 +18,8 @@ from .slimming import remove_neurons
 
 
 # %% auto #0
-__all__ = ['RANK_RULES', 'encode_times', 'measure_speedup', 'forward_flops', 'unit_scores', 'UnitCosts', 'unit_costs',
-           'plan_removal', 'plan_by_fidelity', 'predicted_seconds', 'apply_plan', 'slim_to_speedup']
+__all__ = ['RANK_RULES', 'encode_times', 'others_busy', 'quiet', 'measure_speedup', 'forward_flops', 'unit_scores', 'UnitCosts',
+           'unit_costs', 'plan_removal', 'plan_by_fidelity', 'predicted_seconds', 'apply_plan', 'slim_to_speedup']
 
 # %% ../nbs/07c_speed.ipynb #6f2bd079
 def _ids(enc:Encoder, batch:int, tokens:int, seed:int=0) -> dict:
@@ -52,6 +52,28 @@ def encode_times(models:dict,           # name -> `Encoder` (or anything with `.
                 sync(); t0 = time.perf_counter(); m.model(**ids); sync(); times[k].append(time.perf_counter() - t0)
     return {k: statistics.median(v) for k, v in times.items()}
 
+def _cpu_busy() -> float:
+    "Seconds every core of the machine has spent busy since boot (user, nice, system and interrupts; not idle, waits or steal)."
+    import psutil
+    c = psutil.cpu_times()
+    return sum(getattr(c, f, 0.) for f in ('user', 'nice', 'system', 'irq', 'softirq'))
+
+@contextmanager
+def others_busy(out:dict # Receives 'others' on leaving the block: how many cores other processes kept busy during it
+               ):
+    "Measure the load that is not ours: the machine's busy CPU time less this process's, per second of the block's wall time."
+    import psutil
+    own = lambda: sum(psutil.Process().cpu_times()[:2])
+    b0, o0, t0 = _cpu_busy(), own(), time.perf_counter()
+    try: yield out
+    finally: out['others'] = round(max(_cpu_busy() - b0 - (own() - o0), 0.) / max(time.perf_counter() - t0, 1e-9), 2)
+
+def quiet(others:float,          # Cores other processes kept busy during a timing (`others_busy`)
+          threads:int|None=None  # The threads the timing used (None: torch's current setting)
+         ) -> bool:
+    "Whether a timing had its cores to itself: other processes kept no more than the spare cores busy (and a quarter of a core)."
+    return others <= max((os.cpu_count() or 1) - (threads or torch.get_num_threads()), 0) + 0.25
+
 def measure_speedup(dense:Encoder,          # The reference model
                     model:Encoder,          # The smaller model
                     tokens:int=128,         # Tokens per text
@@ -59,12 +81,14 @@ def measure_speedup(dense:Encoder,          # The reference model
                     threads:int|None=None,  # torch intra-op threads (None: the current setting)
                     rounds:int=7            # Timed passes of each, interleaved
                    ) -> dict:
-    "Dense time / model time for a batch and for a single text (latency), measured here and now, with the settings used."
-    b = encode_times({'dense': dense, 'model': model}, tokens, batch, threads, rounds)
-    s = encode_times({'dense': dense, 'model': model}, tokens, 1, threads, rounds * 3)
+    "Dense time / model time for a batch and for a single text (latency), measured here and now, with the settings used (and the load of other processes meanwhile)."
+    with others_busy(load := {}):
+        b = encode_times({'dense': dense, 'model': model}, tokens, batch, threads, rounds)
+        s = encode_times({'dense': dense, 'model': model}, tokens, 1, threads, rounds * 3)
+    threads = threads or torch.get_num_threads()
     return dict(batch_speedup=b['dense'] / b['model'], single_speedup=s['dense'] / s['model'],
-                batch_seconds=b, single_seconds=s, tokens=tokens, batch=batch, threads=threads or torch.get_num_threads(),
-                cpu=platform.processor() or platform.machine())
+                batch_seconds=b, single_seconds=s, tokens=tokens, batch=batch, threads=threads,
+                cpu=platform.processor() or platform.machine(), others=load['others'], quiet=quiet(load['others'], threads))
 
 def forward_flops(enc:Encoder,   # The model
                   tokens:int=128 # Tokens of the one text counted
@@ -257,9 +281,9 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
             keep, mix = plan_by_fidelity(enc, scores, costs, costs.dense - t_ref / goal, texts, reference=ref_emb, **({} if 'attn' in kinds else dict(shares=(0,))))
             mixes.append(mix)
         else: keep = plan_removal(scores, costs, costs.dense - t_ref / goal, rule, kinds)
-        got = encode_times({'ref': ref, 'slim': apply_plan(copy.deepcopy(enc), keep)}, tokens, batch, threads, rounds=7)
-        got = got['ref'] / got['slim']
-        tried.append(dict(asked=goal, predicted=t_ref / predicted_seconds(keep, costs), measured=got))
+        with others_busy(load := {}): got = encode_times({'ref': ref, 'slim': apply_plan(copy.deepcopy(enc), keep)}, tokens, batch, threads, rounds=7)
+        got = got['ref'] / got['slim'] if any(not m.all() for m in keep.values()) else 1.0  # nothing removed is the dense model, whatever a noisy timing says
+        tried.append(dict(asked=goal, predicted=t_ref / predicted_seconds(keep, costs), measured=got, others=load['others']))
         if got >= want and (best is None or got < best[0]): best = (got, keep)  # the least removal that reached the target
         if want <= got <= over: break
         if got < want: lo = goal
@@ -268,5 +292,6 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
         goal = max(goal, 1 + margin)  # a noisy overshoot never asks for nothing: removing nothing is no speed-up, whatever a timing says
     got, keep = best or (got, keep)
     apply_plan(enc, keep)
-    return dict(keep=keep, costs=asdict(costs), tries=tried, reached=got >= speedup, mixes=mixes)
+    return dict(keep=keep, costs=asdict(costs), tries=tried, reached=got >= speedup, mixes=mixes,
+                quiet=all(quiet(t['others'], threads) for t in tried))  # False: timed beside other work, likely past the target
 

@@ -83,3 +83,27 @@ def test_cuda_heads_and_speed_plan(arch, tmp_path):
     assert next(enc.parameters()).device.type == 'cuda' and rep['speed']['batch_speedup'] > 0
     back = Encoder.from_pretrained(tmp_path/'slim', pooling='mean')
     torch.testing.assert_close(torch.as_tensor(back.encode(TEXTS)), torch.as_tensor(enc.encode(TEXTS)), atol=1e-4, rtol=1e-4)
+
+def test_a_plan_timed_on_a_busy_machine_says_so(tmp_path, capsys):
+    "Another process spinning while `slim --speedup` times its plan with every core: each try records the load, the plan is marked not quiet, and slim says it may overshoot."
+    import os, subprocess, sys
+    m, tok = tiny_model('bert')
+    cfg = SlimConfig(domain='finance', speedup=1.3, finetune='none', n_calib=8, speed_tokens=16, speed_batch=4, threads=os.cpu_count())
+    spin = subprocess.Popen([sys.executable, '-c', 'import time\nt = time.time()\nwhile time.time() - t < 120: pass'])
+    try: enc, rep = slim_run(cfg, encoder=Encoder(m, tok, pooling='mean'), show_progress=False)
+    finally: spin.kill()
+    tries = rep['speed_plan']['tries']
+    assert all(t['others'] >= 0 for t in tries) and max(t['others'] for t in tries) > 0.25, tries
+    assert rep['speed_plan']['quiet'] is False and 'cores busy while the plan was timed' in capsys.readouterr().err
+    assert {'others', 'quiet'} <= set(rep['speed'])
+
+def test_a_plan_that_removes_nothing_is_never_taken_for_a_speedup(monkeypatch):
+    "Timings that make the dense model look 2x faster than itself (noise on a tiny model) never pass off 'remove nothing' as the speed-up asked for."
+    import gaprune_nb.speed as speed
+    m, tok = tiny_model('bert')
+    enc = Encoder(m, tok, pooling='mean')
+    monkeypatch.setattr(speed, 'encode_times', lambda models, *a, **k: {n: 2.0 if n == 'ref' else 1.0 for n in models})  # every model "twice as fast" as the reference
+    costs = UnitCosts(neuron=0.01, head=0.01, mlp=0.01, attn=0.01, dense=1.0, tokens=8, batch=1, threads=1)
+    res = speed.slim_to_speedup(enc, unit_scores(enc, TEXTS), 1.3, tokens=8, batch=1, threads=1, costs=costs, reference=copy.deepcopy(enc))
+    assert res['tries'][0]['measured'] == 1.0    # the first plan removed nothing: no speed-up, whatever the timing said
+    assert res['reached'] and any(not k.all() for k in res['keep'].values())   # it asked for more until something went
