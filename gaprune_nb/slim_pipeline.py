@@ -23,7 +23,7 @@ from .runs import read_folders, recorded_model
 from .fixtures import default_model
 from .retraining import RetrainConfig, mix_texts, retrain
 from .slimming import gate_scores, mlp_widths, neuron_scores, slim, train_gates
-from .speed import forward_flops, measure_speedup, slim_to_speedup, unit_costs, unit_scores
+from .speed import forward_flops, measure_speedup, slim_to_speedup, unit_costs, unit_scores, usable_cores
 from .store import write_json
 from .outputs import check_output, check_space, run_folder
 
@@ -138,7 +138,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
             plan = slim_to_speedup(enc, scores, cfg.speedup, tokens, cfg.speed_batch, cfg.threads, cfg.rank, texts[:256],
                                    ('mlp', 'attn') if cfg.heads else ('mlp',), costs=costs, reference=dense)
         if not plan['quiet']:  # said whatever show_progress is: the model may be slimmed past the target
-            print(f"   speed: other processes kept up to {max(x['others'] for x in plan['tries']):.1f} of {os.cpu_count()} cores busy while the plan was timed "
+            print(f"   speed: other processes kept up to {max(x['others'] for x in plan['tries']):.1f} of {len(usable_cores())} cores busy while the plan was timed "
                   f"({plan['costs']['threads']} threads): a busy machine slows the slimmed model more than dense, so it may be slimmed past "
                   f"{cfg.speedup}x; slim on a quiet machine, or with fewer --threads", file=sys.stderr)
     else:

@@ -18,8 +18,9 @@ from .slimming import remove_neurons
 
 
 # %% auto #0
-__all__ = ['RANK_RULES', 'encode_times', 'others_busy', 'quiet', 'measure_speedup', 'forward_flops', 'unit_scores', 'UnitCosts',
-           'unit_costs', 'plan_removal', 'plan_by_fidelity', 'predicted_seconds', 'apply_plan', 'slim_to_speedup']
+__all__ = ['RANK_RULES', 'encode_times', 'usable_cores', 'others_busy', 'quiet', 'measure_speedup', 'forward_flops',
+           'unit_scores', 'UnitCosts', 'unit_costs', 'plan_removal', 'plan_by_fidelity', 'predicted_seconds',
+           'apply_plan', 'slim_to_speedup']
 
 # %% ../nbs/07c_speed.ipynb #6f2bd079
 def _ids(enc:Encoder, batch:int, tokens:int, seed:int=0) -> dict:
@@ -52,11 +53,15 @@ def encode_times(models:dict,           # name -> `Encoder` (or anything with `.
                 sync(); t0 = time.perf_counter(); m.model(**ids); sync(); times[k].append(time.perf_counter() - t0)
     return {k: statistics.median(v) for k, v in times.items()}
 
+def usable_cores() -> list[int]:
+    "The cores this process may run on (a container or `taskset` may allow fewer than the machine has)."
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else list(range(os.cpu_count() or 1))
+
 def _cpu_busy() -> float:
-    "Seconds every core of the machine has spent busy since boot (user, nice, system and interrupts; not idle, waits or steal)."
+    "Seconds the cores this process may use have spent busy since boot (user, nice, system and interrupts; not idle, waits or steal)."
     import psutil
-    c = psutil.cpu_times()
-    return sum(getattr(c, f, 0.) for f in ('user', 'nice', 'system', 'irq', 'softirq'))
+    per = psutil.cpu_times(percpu=True)
+    return sum(getattr(per[i], f, 0.) for i in usable_cores() if i < len(per) for f in ('user', 'nice', 'system', 'irq', 'softirq'))
 
 @contextmanager
 def others_busy(out:dict # Receives 'others' on leaving the block: how many cores other processes kept busy during it
@@ -72,7 +77,7 @@ def quiet(others:float,          # Cores other processes kept busy during a timi
           threads:int|None=None  # The threads the timing used (None: torch's current setting)
          ) -> bool:
     "Whether a timing had its cores to itself: other processes kept no more than the spare cores busy (and a quarter of a core)."
-    return others <= max((os.cpu_count() or 1) - (threads or torch.get_num_threads()), 0) + 0.25
+    return others <= max(len(usable_cores()) - (threads or torch.get_num_threads()), 0) + 0.25
 
 def measure_speedup(dense:Encoder,          # The reference model
                     model:Encoder,          # The smaller model

@@ -10,7 +10,7 @@ from gaprune_nb.core import Encoder
 from gaprune_nb.fixtures import tiny_model
 from gaprune_nb.options import SlimConfig
 from gaprune_nb.slim_pipeline import slim_run
-from gaprune_nb.speed import apply_plan, plan_removal, unit_scores, UnitCosts
+from gaprune_nb.speed import apply_plan, plan_removal, unit_scores, usable_cores, UnitCosts
 
 TEXTS = ['a short text', 'and a longer one, with more words']
 
@@ -88,7 +88,7 @@ def test_a_plan_timed_on_a_busy_machine_says_so(tmp_path, capsys):
     "Another process spinning while `slim --speedup` times its plan with every core: each try records the load, the plan is marked not quiet, and slim says it may overshoot."
     import os, subprocess, sys
     m, tok = tiny_model('bert')
-    cfg = SlimConfig(domain='finance', speedup=1.3, finetune='none', n_calib=8, speed_tokens=16, speed_batch=4, threads=os.cpu_count())
+    cfg = SlimConfig(domain='finance', speedup=1.3, finetune='none', n_calib=8, speed_tokens=16, speed_batch=4, threads=len(usable_cores()))
     spin = subprocess.Popen([sys.executable, '-c', 'import time\nt = time.time()\nwhile time.time() - t < 120: pass'])
     try: enc, rep = slim_run(cfg, encoder=Encoder(m, tok, pooling='mean'), show_progress=False)
     finally: spin.kill()
