@@ -139,7 +139,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
                                    ('mlp', 'attn') if cfg.heads else ('mlp',), costs=costs, reference=dense)
         if not plan['quiet']:  # said whatever show_progress is: the model may be slimmed past the target
             print(f"   speed: other processes kept up to {max(x['others'] for x in plan['tries']):.1f} of {len(usable_cores())} cores busy while the plan was timed "
-                  f"({plan['costs']['threads']} threads): a busy machine slows the slimmed model more than dense, so it may be slimmed past "
+                  f"({plan['costs']['threads']} thread{'s' if plan['costs']['threads'] != 1 else ''}): a busy machine slows the slimmed model more than dense, so it may be slimmed past "
                   f"{cfg.speedup}x; slim on a quiet machine, or with fewer --threads", file=sys.stderr)
     else:
         if cfg.drop_mlp:

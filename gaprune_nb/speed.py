@@ -93,7 +93,7 @@ def measure_speedup(dense:Encoder,          # The reference model
     threads = threads or torch.get_num_threads()
     return dict(batch_speedup=b['dense'] / b['model'], single_speedup=s['dense'] / s['model'],
                 batch_seconds=b, single_seconds=s, tokens=tokens, batch=batch, threads=threads,
-                cpu=platform.processor() or platform.machine(), others=load['others'], quiet=quiet(load['others'], threads))
+                cpu=platform.processor() or platform.machine(), others=load['others'], quiet=dense.device.type != 'cpu' or quiet(load['others'], threads))  # (a GPU's timing: not about the CPU's load)
 
 def forward_flops(enc:Encoder,   # The model
                   tokens:int=128 # Tokens of the one text counted
@@ -298,5 +298,5 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
     got, keep = best or (got, keep)
     apply_plan(enc, keep)
     return dict(keep=keep, costs=asdict(costs), tries=tried, reached=got >= speedup, mixes=mixes,
-                quiet=all(quiet(t['others'], threads) for t in tried))  # False: timed beside other work, likely past the target
+                quiet=enc.device.type != 'cpu' or all(quiet(t['others'], threads) for t in tried))  # False: timed on a CPU beside other work, likely past the target
 
