@@ -66,7 +66,7 @@ def _cpu_busy() -> float:
 @contextmanager
 def others_busy(out:dict # Receives 'others' on leaving the block: how many cores other processes kept busy during it
                ):
-    "Measure the load that is not ours: the machine's busy CPU time less this process's, per second of the block's wall time."
+    "Measure the load that is not ours: the busy CPU time of the cores this process may use, less its own, per second of the block's wall time."
     import psutil
     own = lambda: sum(psutil.Process().cpu_times()[:2])
     b0, o0, t0 = _cpu_busy(), own(), time.perf_counter()
