@@ -29,6 +29,7 @@ Run: OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/frontie
      (`slim --speedup` plans by timing on this machine: a job beside it slows the timing unevenly and the plan overshoots
      (seed 1: planned at 2.2x, 3.3x on a quiet machine). Run one job at a time with --threads 2 for points you report.)
      OMP_NUM_THREADS=2 ... python bench/frontier.py --speed [--only REGEX: those points and their dense, merged] > results/frontier/speed.txt
+     OMP_NUM_THREADS=2 ... python bench/frontier.py --pairs 3 --only REGEX > results/frontier/pairs.txt   (run-to-run spread of one pair's ratio)
 """
 from __future__ import annotations
 import argparse, json, os, platform, re, statistics, sys, time
@@ -210,6 +211,17 @@ def speed(work, only=''):
     (OUT/'speed.json').write_text(json.dumps(res, indent=1) + '\n')
     for k in res['batch']: print(f"{k:45s} batch {res['batch'][k]['speedup']:5.2f}x  single {res['single'][k]['speedup']:5.2f}x  ({res['batch'][k].get('run', 'first run')})")
 
+def pairs(work, only, n):
+    """Each saved point `only` matches, timed against its own dense model in `n` separate pairs (the two alone, as the
+    planner times a plan): how much one pair's ratio varies from run to run. Printed, for results/frontier/pairs.txt."""
+    torch.set_num_threads(THREADS)
+    for p in sorted(work.iterdir()):
+        if not re.search(only, p.name) or not (p/'config.json').exists() or 'm2v' in p.name or 'dense' in p.name: continue
+        d = re.sub(r'^((?:mpnet-)?(?:chemistry-)?).*-s(\d+).*$', r'\1dense-s\2', p.name)
+        enc, dense = Encoder.from_pretrained(p), Encoder.from_pretrained(work/d)
+        got = [(lambda t: t['ref'] / t['slim'])(encode_times({'ref': dense, 'slim': enc}, TOKENS, BATCH, THREADS, rounds=7)) for _ in range(n)]
+        print(f"{p.name:45s} vs {d}: {'  '.join(f'{g:.2f}x' for g in got)}  ({n} pairs, batch {BATCH} x {TOKENS} tokens, {THREADS} threads)", flush=True)
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--grid', choices=('select', 'report', 'recovery', 'structure'), default='report')
@@ -223,12 +235,14 @@ def main():
     ap.add_argument('--threads', type=int, default=1, help='torch threads for making and scoring (the planner and --speed always time at 2); '
                     '2 when this is the only job, so the planner times on a quiet machine')
     ap.add_argument('--speed', action='store_true')
+    ap.add_argument('--pairs', type=int, default=0, help='with --only: time each point against its dense model in this many separate pairs')
     ap.add_argument('--domain', choices=tuple(DOMAIN_SUITES), default='finance')
     ap.add_argument('--model', choices=tuple(MODELS), default='minilm')
     a = ap.parse_args()
     A.domain, A.model, A.steps = a.domain, a.model, a.steps
     OUT.mkdir(parents=True, exist_ok=True); work = Path(a.work); work.mkdir(parents=True, exist_ok=True)
     if a.speed: fill_params(work); return speed(work, a.only)
+    if a.pairs: return pairs(work, a.only, a.pairs)
     torch.set_num_threads(a.threads)
     S = Suites(data_root(None), Encoder.from_pretrained(base_model()).tokenizer)
     grid(a, S, work, lambda n: re.search(a.only, n))

@@ -258,7 +258,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     needs_calib = m.calib or cfg.update is not None   # the OBS update's Hessians come from the domain triplets
     needs_data = needs_calib or cfg.retrain_steps  # the recovery trains on the domain's data too
     root = data_root(cfg.data) if needs_data and not (cfg.domain_data and cfg.general_data) else None
-    data = (prune_data(cfg) if data is None else data) if needs_data else None  # read and checked: shape, held-out split, rows
+    data = prune_data(cfg) if data is None else data  # read and checked: shape, held-out split, rows (None if the run reads none)
     if cfg.retrain_steps and cfg.recovery is None: cfg = replace(cfg, recovery=RECOVERY_BY_SHAPE[data.domain.shape])  # recorded as run
     if m.stats and not cfg.in_batch and 'pairs' in (data.domain.shape, data.general.shape):
         raise ValueError("in_batch=False contrasts each query with its hard negative only, which pairs do not have: keep --in-batch on, or give triplets")
