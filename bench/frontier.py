@@ -104,7 +104,7 @@ def magnitude_to(x):
     def shape(enc):
         sc = neuron_scores(enc, importance('magnitude', enc))
         plan = slim_to_speedup(enc, {('mlp', i): v for i, v in sc.items()}, x, TOKENS, BATCH, THREADS, 'importance', kinds=('mlp',))
-        return dict(tries=plan['tries'], reached=plan['reached'])
+        return dict(tries=plan['tries'], measured=plan['measured'], reached=plan['reached'])
     return shape
 
 def l3_to(k):

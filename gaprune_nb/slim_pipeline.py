@@ -158,7 +158,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     report = dict(config=asdict(cfg) | dict(model=model), **({} if data is None else dict(data=data.record)), params_before=before, params_after=after,
                   params_kept=after['total'] / before['total'], mlp_params_kept=after['mlp'] / before['mlp'],
                   layers=len(find_layers(enc)), dropped=dropped_sublayers(enc), widths=mlp_widths(enc), heads=[None if h is None else len(h) for h in kept_heads(enc)],
-                  speed=speed, speed_plan=None if plan is None else {k: plan[k] for k in ('costs', 'tries', 'reached', 'mixes', 'quiet')},
+                  speed=speed, speed_plan=None if plan is None else {k: plan[k] for k in ('costs', 'tries', 'measured', 'reached', 'mixes', 'quiet')},
                   gate_training=None if cfg.speedup or not hist else hist[-1], seconds=t)
     if out is not None:
         with stage(t, 'save', say), run_folder(out, 'slim') as tmp:

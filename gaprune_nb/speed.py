@@ -270,6 +270,7 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
                     kinds:tuple=('mlp', 'attn'), # Which kinds of unit may go
                     tries:int=6,           # Plan, build, measure at most this often, asking for more (less) when it falls short (overshoots)
                     margin:float=0.03,     # Clear the target by this share: timings vary by a few percent from run to run
+                    pairs:int=3,           # Time each plan against the reference in this many separate pairs and judge it by their median (one pair's ratio can be 15% off)
                     costs:UnitCosts|None=None, # Measured unit costs (default: `unit_costs` now)
                     reference:Encoder|None=None # The model the speed-up is against (default `enc`; e.g. the dense model before a truncation)
                    ) -> dict:
@@ -286,9 +287,11 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
             keep, mix = plan_by_fidelity(enc, scores, costs, costs.dense - t_ref / goal, texts, reference=ref_emb, **({} if 'attn' in kinds else dict(shares=(0,))))
             mixes.append(mix)
         else: keep = plan_removal(scores, costs, costs.dense - t_ref / goal, rule, kinds)
-        with others_busy(load := {}): got = encode_times({'ref': ref, 'slim': apply_plan(copy.deepcopy(enc), keep)}, tokens, batch, threads, rounds=7)
-        got = got['ref'] / got['slim'] if any(not m.all() for m in keep.values()) else 1.0  # nothing removed is the dense model, whatever a noisy timing says
-        tried.append(dict(asked=goal, predicted=t_ref / predicted_seconds(keep, costs), measured=got, others=load['others']))
+        slim = apply_plan(copy.deepcopy(enc), keep)
+        pair = lambda: (lambda t: t['ref'] / t['slim'])(encode_times({'ref': ref, 'slim': slim}, tokens, batch, threads, rounds=7))
+        with others_busy(load := {}): draws = [pair() for _ in range(pairs)]  # one low draw would turn back a plan that was fast enough
+        got = statistics.median(draws) if any(not m.all() for m in keep.values()) else 1.0  # nothing removed is the dense model, whatever a noisy timing says
+        tried.append(dict(asked=goal, predicted=t_ref / predicted_seconds(keep, costs), measured=got, draws=[round(d, 3) for d in draws], others=load['others']))
         if got >= want and (best is None or got < best[0]): best = (got, keep)  # the least removal that reached the target
         if want <= got <= over: break
         if got < want: lo = goal
@@ -297,6 +300,6 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
         goal = max(goal, 1 + margin)  # a noisy overshoot never asks for nothing: removing nothing is no speed-up, whatever a timing says
     got, keep = best or (got, keep)
     apply_plan(enc, keep)
-    return dict(keep=keep, costs=asdict(costs), tries=tried, reached=got >= speedup, mixes=mixes,
+    return dict(keep=keep, costs=asdict(costs), tries=tried, measured=got, reached=got >= speedup, mixes=mixes,
                 quiet=enc.device.type != 'cpu' or all(quiet(t['others'], threads) for t in tried))  # False: timed on a CPU beside other work, likely past the target
 

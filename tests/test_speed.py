@@ -107,3 +107,19 @@ def test_a_plan_that_removes_nothing_is_never_taken_for_a_speedup(monkeypatch):
     res = speed.slim_to_speedup(enc, unit_scores(enc, TEXTS), 1.3, tokens=8, batch=1, threads=1, costs=costs, reference=copy.deepcopy(enc))
     assert res['tries'][0]['measured'] == 1.0    # the first plan removed nothing: no speed-up, whatever the timing said
     assert res['reached'] and any(not k.all() for k in res['keep'].values())   # it asked for more until something went
+
+def test_one_slow_timing_does_not_turn_back_a_plan_fast_enough(monkeypatch):
+    "Each plan is judged by the median of `pairs` timings: one low draw (a pair's ratio can be 15% off) no longer sends the search on to remove more."
+    import gaprune_nb.speed as speed
+    m, tok = tiny_model('bert')
+    costs = UnitCosts(neuron=0.01, head=0.01, mlp=0.01, attn=0.01, dense=1.0, tokens=8, batch=1, threads=1)
+    def plan(pairs):
+        draws = iter([1.0, 1.36, 1.36] + [1.36] * 30)    # the first pair ever timed is a low draw; the plan runs at 1.36x, inside [1.3 * 1.03, 1.3 * 1.12]
+        monkeypatch.setattr(speed, 'encode_times', lambda models, *a, **k: {'ref': 1.0, 'slim': 1 / next(draws)})
+        enc = Encoder(copy.deepcopy(m), tok, pooling='mean')
+        res = speed.slim_to_speedup(enc, unit_scores(enc, TEXTS), 1.3, tokens=8, batch=1, threads=1, costs=costs, pairs=pairs)
+        return res, sum(k.sum().item() for k in res['keep'].values())
+    (one, kept1), (three, kept3) = plan(1), plan(3)
+    assert len(one['tries']) == 2 and one['tries'][0]['measured'] == 1.0   # one pair: the low draw turned the first plan back
+    assert len(three['tries']) == 1 and three['tries'][0]['draws'] == [1.0, 1.36, 1.36] and three['tries'][0]['measured'] == 1.36
+    assert kept3 > kept1                                   # so it kept more of the model for the same measured speed
