@@ -39,7 +39,11 @@ if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" frontier "* ]]; then   # res
   OMP_NUM_THREADS=1 .venv/bin/python bench/frontier.py --grid report --seeds 1 --targets 1.5 --steps 400 --only 'slim1.5-importance-contrastive-400steps'   # the 1.5x point with 400 steps
   OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --threads 2 --grid report --seeds 2 --targets 2 --steps 400 --only 'dense-s2$|slim2-importance-contrastive-400steps-s2'   # seed 2, one job at a time (the plans timed on a quiet machine): 2x with 400 steps
   OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --threads 2 --grid report --seeds 2   # the second report seed, every point
+  OMP_NUM_THREADS=1 .venv/bin/python bench/frontier.py --grid recovery --seeds 0 --targets 2 --steps 800 --only 'then-contrastive-800steps$'   # eight times the steps (seed 0, the rule on the page)
+  OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --threads 2 --grid report --seeds 2 --targets 2 --steps 800 --only 'slim2-importance-contrastive-800steps-s2$'   # by that rule: the report seeds at 800 steps
+  OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --threads 2 --grid report --seeds 1 --targets 2 --steps 800 --only 'slim2-importance-contrastive-800steps-s1$'
   OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --speed | tee results/frontier/speed.txt   # every saved point timed in one run
   OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --pairs 3 --only '^slim(1.5|2|3)-importance-contrastive(-400steps)?-s2$' | tee results/frontier/pairs.txt   # one pair's run-to-run spread
+  OMP_NUM_THREADS=2 .venv/bin/python bench/plan_landing.py --runs 4 | tee results/bench/plan_landing.txt   # where slim --speedup plans land, one pair vs three per plan (quiet machine, ~20 min)
 fi
 exp frontier nbs/18_exp_frontier.ipynb   # faster on CPU: slim --speedup at several targets, fp32 and int8, vs dense, its int8 graph, L3Prune, neuron magnitude, model2vec (results/frontier/)
