@@ -2,7 +2,7 @@
 stops at the first plan measured inside [target x 1.03, target x 1.12]. One pair's ratio varies from run to run (a saved
 2x point: 2.17x, 2.48x, 2.18x in three pairs, results/frontier/pairs.txt), so the measurement that stops the search
 may be off, and the frontier's quiet plans ran 6-20% past what their plan measured. This bench plans MiniLM to the
-target R times with each plan timed in one pair (the old planner, `pairs=1`) and in three (`pairs=3`, the median),
+target R times with each plan timed in one pair (`pairs=1`, the default) and in three (`pairs=3`, the median),
 alternating, each run with its own unit costs (as `slim` does) on the same unit scores (128 finance texts). Then it
 times every accepted plan against the dense model in one long interleaved run (the speed pass's way: all models
 together, 15 rounds of batch 32 x 128 tokens) and prints how far past the target each landed, with a paired-bootstrap
