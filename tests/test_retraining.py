@@ -1,6 +1,7 @@
 "Tests for `gaprune_nb.retraining` beyond the notebook's: key forms, input forms, schedule, partial masks, loaders, devices."
 import copy, math
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -202,7 +203,10 @@ def test_self_distillation_keeps_model(train):
     moved = lambda e: torch.cat([(a - b).abs().flatten() for a, b in zip(e.parameters(), enc.parameters())]).mean().item()
     contrastive = retrain(enc, train, steps=4, config=cfg(method='full', lr=2e-5))
     assert moved(out) < 0.1 * moved(contrastive), (moved(out), moved(contrastive))
-    assert out.encode(TEXTS) == pytest.approx(enc.encode(TEXTS), abs=1e-4)
+    # embeddings: Adam takes steps of about lr even on float-noise gradients, so "unchanged" is relative to what a real
+    # loss does in the same steps (an absolute 1e-4 held on one CPU and not on another: 1.1e-4 here, contrastive 9.4e-4)
+    drift = lambda e: np.abs(np.asarray(e.encode(TEXTS)) - np.asarray(enc.encode(TEXTS))).max()
+    assert drift(out) < 0.25 * drift(contrastive), (drift(out), drift(contrastive))
 
 
 @pytest.mark.parametrize('method', ['full', 'lora'])
