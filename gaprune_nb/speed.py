@@ -276,6 +276,7 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
                    ) -> dict:
     "Remove units until the measured speed-up reaches `speedup` (not far past it); returns the plan, the costs and every measurement."
     if not speedup > 1: raise ValueError(f"speedup must be above 1 (dense seconds / slimmed seconds), not {speedup}")
+    if pairs < 1: raise ValueError(f"slim_to_speedup: pairs is how many timings judge each plan, at least 1, not {pairs}")
     costs, ref = costs or unit_costs(enc, tokens, batch, threads), reference or enc
     t_ref = costs.dense if ref is enc else encode_times({'ref': ref, 'enc': enc}, tokens, batch, threads)
     t_ref = t_ref if ref is enc else costs.dense * t_ref['ref'] / t_ref['enc']  # the reference's seconds on the costs' clock

@@ -123,3 +123,4 @@ def test_one_slow_timing_does_not_turn_back_a_plan_fast_enough(monkeypatch):
     assert len(one['tries']) == 2 and one['tries'][0]['measured'] == 1.0   # one pair: the low draw turned the first plan back
     assert len(three['tries']) == 1 and three['tries'][0]['draws'] == [1.0, 1.36, 1.36] and three['tries'][0]['measured'] == 1.36
     assert kept3 > kept1                                   # so it kept more of the model for the same measured speed
+    with pytest.raises(ValueError, match='at least 1'): speed.slim_to_speedup(Encoder(m, tok, pooling='mean'), {}, 1.3, costs=costs, pairs=0)
