@@ -7,7 +7,11 @@ alternating, each run with its own unit costs (as `slim` does) on the same unit 
 times every accepted plan against the dense model in one long interleaved run (the speed pass's way: all models
 together, 15 rounds of batch 32 x 128 tokens) and prints how far past the target each landed, with a paired-bootstrap
 95% interval (over the R run pairs) for the difference.
+With --compare refine the two arms are `refine=0` (stop at the first plan inside the window) and `refine=2` (after a
+plan lands, ask twice for less removal and keep the least that still measured at the target); it also prints the
+difference in parameters kept.
 Run on a quiet machine: OMP_NUM_THREADS=2 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/plan_landing.py > results/bench/plan_landing.txt
+                        ... python bench/plan_landing.py --compare refine --runs 3 > results/bench/plan_landing_refine.txt
 """
 from __future__ import annotations
 import argparse, copy, os, platform, time
@@ -21,37 +25,43 @@ from gaprune_nb.fixtures import minilm_path
 from gaprune_nb.speed import encode_times, slim_to_speedup, unit_costs, unit_scores
 
 TOKENS, BATCH, THREADS = 128, 32, 2
+ARMS = {'pairs': ('pairs=1', dict(pairs=1), 'pairs=3', dict(pairs=3)), 'refine': ('refine=0', dict(refine=0), 'refine=2', dict(refine=2))}
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--target', type=float, default=2.0)
     ap.add_argument('--runs', type=int, default=5, help='plans per setting (alternating)')
+    ap.add_argument('--compare', choices=tuple(ARMS), default='pairs', help="pairs: one timed pair a try vs three; refine: stop at the first plan in the window vs look twice for less removal")
     a = ap.parse_args()
     torch.manual_seed(0); torch.set_num_threads(THREADS)
     dense = Encoder.from_pretrained(minilm_path())
     fin = domain_triplets('finance').shuffle(seed=0).select(range(128))
     scores = unit_scores(dense, list(fin['query']) + list(fin['positive']), batch_size=32)
-    plans, t0 = {}, time.perf_counter()
+    plans, t0, arms = {}, time.perf_counter(), ARMS[a.compare]
     for r in range(a.runs):
-        for p in (1, 3):
+        for p, kw in ((arms[0], arms[1]), (arms[2], arms[3])):
             enc = copy.deepcopy(dense)
-            res = slim_to_speedup(enc, scores, a.target, TOKENS, BATCH, THREADS, costs=unit_costs(dense, TOKENS, BATCH, THREADS), pairs=p)
+            res = slim_to_speedup(enc, scores, a.target, TOKENS, BATCH, THREADS, costs=unit_costs(dense, TOKENS, BATCH, THREADS), **kw)
             kept = sum(x.numel() for x in enc.parameters()) / sum(x.numel() for x in dense.parameters())
             plans[(p, r)] = dict(enc=enc, measured=res['measured'],
                 tries=len(res['tries']), kept=kept, quiet=res['quiet'])
-            print(f'pairs={p} run {r}: {len(res["tries"])} tries, plan measured {plans[(p, r)]["measured"]:.2f}x, {kept:.1%} of parameters kept, quiet={res["quiet"]}', flush=True)
+            print(f'{p} run {r}: {len(res["tries"])} tries, plan measured {plans[(p, r)]["measured"]:.2f}x, {kept:.1%} of parameters kept, quiet={res["quiet"]}', flush=True)
     t = encode_times({'dense': dense, **{k: v['enc'] for k, v in plans.items()}}, TOKENS, BATCH, THREADS, rounds=15)
     for k, v in plans.items(): v['truth'] = t['dense'] / t[k]
     print(f'\nMiniLM to {a.target:g}x, batch {BATCH} x {TOKENS} tokens, {THREADS} threads, {platform.processor() or platform.machine()}, '
           f'{os.cpu_count()} cores, torch {torch.__version__}; {time.perf_counter() - t0:.0f} s')
     print(f'{"":10s} {"plan measured":>14s} {"timed together":>15s} {"past target":>12s} {"params kept":>12s} {"tries":>6s}')
     for k, v in plans.items():
-        print(f'pairs={k[0]} #{k[1]} {v["measured"]:13.2f}x {v["truth"]:14.2f}x {v["truth"] / a.target - 1:+11.1%} {v["kept"]:11.1%} {v["tries"]:6d}')
-    past = {p: np.array([plans[(p, r)]['truth'] / a.target - 1 for r in range(a.runs)]) for p in (1, 3)}
+        print(f'{k[0]} #{k[1]} {v["measured"]:13.2f}x {v["truth"]:14.2f}x {v["truth"] / a.target - 1:+11.1%} {v["kept"]:11.1%} {v["tries"]:6d}')
+    A, B = arms[0], arms[2]
+    past = {p: np.array([plans[(p, r)]['truth'] / a.target - 1 for r in range(a.runs)]) for p in (A, B)}
+    kept = {p: np.array([plans[(p, r)]['kept'] for r in range(a.runs)]) for p in (A, B)}
     rng = np.random.default_rng(0)
-    d = past[1] - past[3]; boot = d[rng.integers(0, len(d), (5000, len(d)))].mean(1)
-    for p in (1, 3): print(f'pairs={p}: past the target by {past[p].mean():+.1%} on average (runs: {", ".join(f"{x:+.0%}" for x in past[p])}); '
+    d = past[A] - past[B]; boot = d[rng.integers(0, len(d), (5000, len(d)))].mean(1)
+    k = kept[B] - kept[A]; kboot = k[rng.integers(0, len(k), (5000, len(k)))].mean(1)
+    for p in (A, B): print(f'{p}: past the target by {past[p].mean():+.1%} on average (runs: {", ".join(f"{x:+.0%}" for x in past[p])}); '
                            f'{sum(x < 0 for x in past[p])} of {a.runs} below it')
-    print(f'pairs=1 minus pairs=3: {d.mean():+.1%} [{np.percentile(boot, 2.5):+.1%}, {np.percentile(boot, 97.5):+.1%}] (paired bootstrap over the {a.runs} run pairs)')
+    print(f'{A} minus {B}, past the target: {d.mean():+.1%} [{np.percentile(boot, 2.5):+.1%}, {np.percentile(boot, 97.5):+.1%}] (paired bootstrap over the {a.runs} run pairs)')
+    print(f'{B} minus {A}, parameters kept: {k.mean():+.1%} [{np.percentile(kboot, 2.5):+.1%}, {np.percentile(kboot, 97.5):+.1%}]')
 
 if __name__ == '__main__': main()

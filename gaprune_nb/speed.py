@@ -270,6 +270,7 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
                     kinds:tuple=('mlp', 'attn'), # Which kinds of unit may go
                     tries:int=6,           # Plan, build, measure at most this often, asking for more (less) when it falls short (overshoots)
                     margin:float=0.03,     # Clear the target by this share: timings vary by a few percent from run to run
+                    refine:int=0,          # After a plan lands inside the window, try this often to remove less (bisecting towards the last shortfall), keeping the least removal that still reached the target
                     pairs:int=1,           # Time each plan against the reference in this many separate pairs and judge it by their median (3 measured no closer on a quiet machine, `bench/plan_landing.py`)
                     costs:UnitCosts|None=None, # Measured unit costs (default: `unit_costs` now)
                     reference:Encoder|None=None # The model the speed-up is against (default `enc`; e.g. the dense model before a truncation)
@@ -293,13 +294,17 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
         with others_busy(load := {}): draws = [pair() for _ in range(pairs)]  # more than one: a low draw no longer turns back a plan that was fast enough
         got = statistics.median(draws) if any(not m.all() for m in keep.values()) else 1.0  # nothing removed is the dense model, whatever a noisy timing says
         tried.append(dict(asked=goal, predicted=t_ref / predicted_seconds(keep, costs), measured=got, draws=[round(d, 3) for d in draws], others=load['others']))
-        if got >= want and (best is None or got < best[0]): best = (got, keep)  # the least removal that reached the target
-        if want <= got <= over: break
+        if got >= want and (best is None or goal < best[2]): best = (got, keep, goal)  # the least removal (the least asked) that reached the target
+        if want <= got <= over:
+            if refine <= sum(t.get('refining', False) for t in tried): break
+            tried[-1]['refining'] = True   # near the target the speed-up moves slowly with removal: look for a plan that removes less
+            hi, goal = goal, max((lo * goal) ** 0.5 if lo else goal / (1 + 2 * margin), 1 + margin)
+            continue
         if got < want: lo = goal
         else: hi = goal
         goal = (lo * hi) ** 0.5 if lo and hi else goal * want / got  # the cost model's error, corrected from both sides
         goal = max(goal, 1 + margin)  # a noisy overshoot never asks for nothing: removing nothing is no speed-up, whatever a timing says
-    got, keep = best or (got, keep)
+    got, keep = best[:2] if best else (got, keep)
     apply_plan(enc, keep)
     return dict(keep=keep, costs=asdict(costs), tries=tried, measured=got, reached=got >= speedup, mixes=mixes,
                 quiet=enc.device.type != 'cpu' or all(quiet(t['others'], threads) for t in tried))  # False: timed on a CPU beside other work, likely past the target

@@ -124,3 +124,19 @@ def test_one_slow_timing_does_not_turn_back_a_plan_fast_enough(monkeypatch):
     assert len(three['tries']) == 1 and three['tries'][0]['draws'] == [1.0, 1.36, 1.36] and three['tries'][0]['measured'] == 1.36
     assert kept3 > kept1                                   # so it kept more of the model for the same measured speed
     with pytest.raises(ValueError, match='at least 1'): speed.slim_to_speedup(Encoder(m, tok, pooling='mean'), {}, 1.3, costs=costs, pairs=0)
+
+def test_refine_looks_for_less_removal_inside_the_window(monkeypatch):
+    "With `refine`, a plan that lands inside the window is not taken at once: the search asks for less and keeps the least removal still measured at the target."
+    import gaprune_nb.speed as speed
+    m, tok = tiny_model('bert')
+    costs = UnitCosts(neuron=0.01, head=0.01, mlp=0.01, attn=0.01, dense=1.0, tokens=8, batch=1, threads=1)
+    n0 = sum(p.numel() for p in m.parameters())
+    flat = lambda slim: 1.0 + 0.36 * min((1 - sum(p.numel() for p in slim.model.parameters()) / n0) / 0.001, 1.0)  # 1.36x once 0.1% of the parameters (mostly embeddings) are gone: flat past it
+    monkeypatch.setattr(speed, 'encode_times', lambda models, *a, **k: {'ref': 1.0, 'slim': 1 / flat(models['slim'])})
+    def plan(refine):
+        enc = Encoder(copy.deepcopy(m), tok, pooling='mean')
+        res = speed.slim_to_speedup(enc, unit_scores(enc, TEXTS), 1.3, tokens=8, batch=1, threads=1, costs=costs, refine=refine)
+        return res, sum(p.numel() for p in enc.model.parameters())
+    (once, n_once), (refined, n_refined) = plan(0), plan(2)
+    assert once['reached'] and refined['reached'] and refined['measured'] >= 1.3 * 1.03
+    assert len(refined['tries']) > len(once['tries']) and n_refined > n_once, (once['tries'], refined['tries'])   # it kept more of the model

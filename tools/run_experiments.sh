@@ -45,5 +45,6 @@ if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" frontier "* ]]; then   # res
   OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --speed | tee results/frontier/speed.txt   # every saved point timed in one run
   OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --pairs 3 --only '^slim(1.5|2|3)-importance-contrastive(-400steps)?-s2$' | tee results/frontier/pairs.txt   # one pair's run-to-run spread
   OMP_NUM_THREADS=2 .venv/bin/python bench/plan_landing.py --runs 4 | tee results/bench/plan_landing.txt   # where slim --speedup plans land, one pair vs three per plan (quiet machine, ~20 min)
+  OMP_NUM_THREADS=2 .venv/bin/python bench/plan_landing.py --compare refine --runs 3 | tee results/bench/plan_landing_refine.txt   # stop at the first plan in the window vs look for less removal
 fi
 exp frontier nbs/18_exp_frontier.ipynb   # faster on CPU: slim --speedup at several targets, fp32 and int8, vs dense, its int8 graph, L3Prune, neuron magnitude, model2vec (results/frontier/)
