@@ -48,7 +48,7 @@ from gaprune_nb.methods import importance
 from gaprune_nb.options import SlimConfig
 from gaprune_nb.slim_pipeline import slim_run
 from gaprune_nb.slimming import neuron_scores
-from gaprune_nb.speed import encode_times, slim_to_speedup
+from gaprune_nb.speed import encode_times, pair_speedup, slim_to_speedup
 
 OUT = Path(__file__).resolve().parents[1]/'results'/'frontier'
 DOMAIN_SUITES = {'finance': lambda seed: [f'held-finance-s{seed}', 'fin-long'], 'chemistry': lambda seed: [f'held-chemistry-s{seed}', 'dev-chemistry']}
@@ -219,7 +219,7 @@ def pairs(work, only, n):
         if not re.search(only, p.name) or not (p/'config.json').exists() or 'm2v' in p.name or 'dense' in p.name: continue
         d = re.sub(r'^((?:mpnet-)?(?:chemistry-)?).*-s(\d+).*$', r'\1dense-s\2', p.name)
         enc, dense = Encoder.from_pretrained(p), Encoder.from_pretrained(work/d)
-        got = [(lambda t: t['ref'] / t['slim'])(encode_times({'ref': dense, 'slim': enc}, TOKENS, BATCH, THREADS, rounds=7)) for _ in range(n)]
+        got = [pair_speedup(dense, enc, TOKENS, BATCH, THREADS) for _ in range(n)]
         print(f"{p.name:45s} vs {d}: {'  '.join(f'{g:.2f}x' for g in got)}  ({n} pairs, batch {BATCH} x {TOKENS} tokens, {THREADS} threads)", flush=True)
 
 def main():

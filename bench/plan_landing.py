@@ -57,11 +57,12 @@ def main():
     past = {p: np.array([plans[(p, r)]['truth'] / a.target - 1 for r in range(a.runs)]) for p in (A, B)}
     kept = {p: np.array([plans[(p, r)]['kept'] for r in range(a.runs)]) for p in (A, B)}
     rng = np.random.default_rng(0)
-    d = past[A] - past[B]; boot = d[rng.integers(0, len(d), (5000, len(d)))].mean(1)
-    k = kept[B] - kept[A]; kboot = k[rng.integers(0, len(k), (5000, len(k)))].mean(1)
+    ci = lambda x: np.percentile(x[rng.integers(0, len(x), (5000, len(x)))].mean(1), [2.5, 97.5])   # paired bootstrap of a mean difference
+    d, k = past[A] - past[B], kept[B] - kept[A]
     for p in (A, B): print(f'{p}: past the target by {past[p].mean():+.1%} on average (runs: {", ".join(f"{x:+.0%}" for x in past[p])}); '
                            f'{sum(x < 0 for x in past[p])} of {a.runs} below it')
-    print(f'{A} minus {B}, past the target: {d.mean():+.1%} [{np.percentile(boot, 2.5):+.1%}, {np.percentile(boot, 97.5):+.1%}] (paired bootstrap over the {a.runs} run pairs)')
-    print(f'{B} minus {A}, parameters kept: {k.mean():+.1%} [{np.percentile(kboot, 2.5):+.1%}, {np.percentile(kboot, 97.5):+.1%}]')
+    (dl, dh), (kl, kh) = ci(d), ci(k)
+    print(f'{A} minus {B}, past the target: {d.mean():+.1%} [{dl:+.1%}, {dh:+.1%}] (paired bootstrap over the {a.runs} run pairs)')
+    print(f'{B} minus {A}, parameters kept: {k.mean():+.1%} [{kl:+.1%}, {kh:+.1%}]')
 
 if __name__ == '__main__': main()

@@ -18,9 +18,9 @@ from .slimming import remove_neurons
 
 
 # %% auto #0
-__all__ = ['RANK_RULES', 'encode_times', 'usable_cores', 'others_busy', 'quiet', 'measure_speedup', 'forward_flops',
-           'unit_scores', 'UnitCosts', 'unit_costs', 'plan_removal', 'plan_by_fidelity', 'predicted_seconds',
-           'apply_plan', 'slim_to_speedup']
+__all__ = ['RANK_RULES', 'encode_times', 'pair_speedup', 'usable_cores', 'others_busy', 'quiet', 'measure_speedup',
+           'forward_flops', 'unit_scores', 'UnitCosts', 'unit_costs', 'plan_removal', 'plan_by_fidelity',
+           'predicted_seconds', 'apply_plan', 'slim_to_speedup']
 
 # %% ../nbs/07c_speed.ipynb #6f2bd079
 def _ids(enc:Encoder, batch:int, tokens:int, seed:int=0) -> dict:
@@ -52,6 +52,17 @@ def encode_times(models:dict,           # name -> `Encoder` (or anything with `.
             for k, m in models.items():
                 sync(); t0 = time.perf_counter(); m.model(**ids); sync(); times[k].append(time.perf_counter() - t0)
     return {k: statistics.median(v) for k, v in times.items()}
+
+def pair_speedup(ref,                    # The reference model (e.g. dense)
+                 model,                  # The model timed against it
+                 tokens:int=128,         # Tokens per text
+                 batch:int=32,           # Texts per forward pass
+                 threads:int|None=None,  # torch intra-op threads (None: the current setting)
+                 rounds:int=7            # Timed passes of each, interleaved
+                ) -> float:
+    "Reference seconds / model seconds, the two timed alone together (`encode_times`): one pair, as a speed plan is judged."
+    t = encode_times({'ref': ref, 'model': model}, tokens, batch, threads, rounds)
+    return t['ref'] / t['model']
 
 def usable_cores() -> list[int]:
     "The cores this process may run on (a container or `taskset` may allow fewer than the machine has)."
@@ -290,8 +301,7 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
             mixes.append(mix)
         else: keep = plan_removal(scores, costs, costs.dense - t_ref / goal, rule, kinds)
         slim = apply_plan(copy.deepcopy(enc), keep)
-        pair = lambda: (lambda t: t['ref'] / t['slim'])(encode_times({'ref': ref, 'slim': slim}, tokens, batch, threads, rounds=7))
-        with others_busy(load := {}): draws = [pair() for _ in range(pairs)]  # more than one: a low draw no longer turns back a plan that was fast enough
+        with others_busy(load := {}): draws = [pair_speedup(ref, slim, tokens, batch, threads) for _ in range(pairs)]  # more than one: a low draw no longer turns back a plan that was fast enough
         got = statistics.median(draws) if any(not m.all() for m in keep.values()) else 1.0  # nothing removed is the dense model, whatever a noisy timing says
         tried.append(dict(asked=goal, predicted=t_ref / predicted_seconds(keep, costs), measured=got, draws=[round(d, 3) for d in draws], others=load['others']))
         if got >= want and (best is None or goal < best[2]): best = (got, keep, goal)  # the least removal (the least asked) that reached the target
