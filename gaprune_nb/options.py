@@ -163,6 +163,7 @@ class SlimConfig(ModelConfig):
     heads: bool = True            # with `speedup`: attention heads (and whole attention sub-layers) may go, not only MLP neurons
     speed_tokens: int|None = None # with `speedup`: tokens per text it is measured at; None: the median of the domain's calibration texts
     speed_batch: int = 32         # texts per batch it is measured at (the report adds single-text latency)
+    speed_refine: int = 0         # with `speedup`: after a plan lands inside the target's window, try this often to remove less and keep the least removal still at the target (`slim_to_speedup`'s `refine`; 2 landed 2.7% closer to 2x, `bench/plan_landing.py`)
     threads: int|None = None      # CPU threads it is measured with; None: torch's current setting
     layers: str|None = None       # whole layers first: keep the first N ('4') or L3Prune's choice ('small' / 'large', by per-layer contrastive loss); None: all
     drop_mlp: int = 0             # coarse step: MLP sub-layers dropped, least EffiR importance first
@@ -223,6 +224,7 @@ class SlimConfig(ModelConfig):
             v = getattr(self, k)
             if v is not None and not (isinstance(v, int) and v >= 1): raise ValueError(f"{k} must be a positive integer or None, not {v!r}")
         self._positive('speed_batch')
+        if not (isinstance(self.speed_refine, int) and self.speed_refine >= 0): raise ValueError(f"speed_refine must be an integer >= 0 (0: stop at the first plan inside the target's window), not {self.speed_refine!r}")
         if self.scorer is None: self.scorer = 'contribution' if self.speedup else 'gates'
         if self.keep is None: self.keep = 1.0 if self.speedup else 0.6
 

@@ -21,6 +21,7 @@ def test_speed_settings_are_checked():
     with pytest.raises(ValueError, match='above 1'): SlimConfig(speedup=0.5)
     with pytest.raises(ValueError, match="'small' or 'large'"): SlimConfig(layers='half')
     with pytest.raises(ValueError, match="per-time"): SlimConfig(speedup=2, rank='fastest')
+    with pytest.raises(ValueError, match="speed_refine must be an integer >= 0"): SlimConfig(speedup=2, speed_refine=-1)
     c = SlimConfig(speedup=2)
     assert (c.keep, c.scorer) == (1.0, 'contribution') and SlimConfig().keep == 0.6 and SlimConfig().scorer == 'gates'
 
@@ -140,3 +141,13 @@ def test_refine_looks_for_less_removal_inside_the_window(monkeypatch):
     (once, n_once), (refined, n_refined) = plan(0), plan(2)
     assert once['reached'] and refined['reached'] and refined['measured'] >= 1.3 * 1.03
     assert len(refined['tries']) > len(once['tries']) and n_refined > n_once, (once['tries'], refined['tries'])   # it kept more of the model
+
+def test_speed_refine_reaches_the_planner(monkeypatch):
+    "`SlimConfig(speed_refine=N)` (`--speed-refine N`) is the planner's `refine`, and the report's config records it."
+    import gaprune_nb.slim_pipeline as sp
+    seen, real = [], sp.slim_to_speedup
+    monkeypatch.setattr(sp, 'slim_to_speedup', lambda *a, **k: seen.append(k.get('refine')) or real(*a, **k))
+    m, tok = tiny_model('bert')
+    cfg = SlimConfig(domain='finance', speedup=1.3, speed_refine=2, finetune='none', n_calib=8, speed_tokens=8, speed_batch=2, threads=1)
+    _, rep = slim_run(cfg, encoder=Encoder(m, tok, pooling='mean'), show_progress=False)
+    assert seen == [2] and rep['config']['speed_refine'] == 2
