@@ -25,7 +25,7 @@ from gaprune_nb.fixtures import minilm_path
 from gaprune_nb.speed import encode_times, slim_to_speedup, unit_costs, unit_scores
 
 TOKENS, BATCH, THREADS = 128, 32, 2
-ARMS = {'pairs': ('pairs=1', dict(pairs=1), 'pairs=3', dict(pairs=3)), 'refine': ('refine=0', dict(refine=0), 'refine=2', dict(refine=2))}
+ARMS = {'pairs': {'pairs=1': dict(pairs=1), 'pairs=3': dict(pairs=3)}, 'refine': {'refine=0': dict(refine=0), 'refine=2': dict(refine=2)}}   # the two arms of each comparison
 
 def main():
     ap = argparse.ArgumentParser()
@@ -39,7 +39,7 @@ def main():
     scores = unit_scores(dense, list(fin['query']) + list(fin['positive']), batch_size=32)
     plans, t0, arms = {}, time.perf_counter(), ARMS[a.compare]
     for r in range(a.runs):
-        for p, kw in ((arms[0], arms[1]), (arms[2], arms[3])):
+        for p, kw in arms.items():
             enc = copy.deepcopy(dense)
             res = slim_to_speedup(enc, scores, a.target, TOKENS, BATCH, THREADS, costs=unit_costs(dense, TOKENS, BATCH, THREADS), **kw)
             kept = sum(x.numel() for x in enc.parameters()) / sum(x.numel() for x in dense.parameters())
@@ -53,7 +53,7 @@ def main():
     print(f'{"":10s} {"plan measured":>14s} {"timed together":>15s} {"past target":>12s} {"params kept":>12s} {"tries":>6s}')
     for k, v in plans.items():
         print(f'{k[0]} #{k[1]} {v["measured"]:13.2f}x {v["truth"]:14.2f}x {v["truth"] / a.target - 1:+11.1%} {v["kept"]:11.1%} {v["tries"]:6d}')
-    A, B = arms[0], arms[2]
+    A, B = arms
     past = {p: np.array([plans[(p, r)]['truth'] / a.target - 1 for r in range(a.runs)]) for p in (A, B)}
     kept = {p: np.array([plans[(p, r)]['kept'] for r in range(a.runs)]) for p in (A, B)}
     rng = np.random.default_rng(0)

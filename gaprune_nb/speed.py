@@ -290,8 +290,7 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
     if not speedup > 1: raise ValueError(f"speedup must be above 1 (dense seconds / slimmed seconds), not {speedup}")
     if pairs < 1: raise ValueError(f"slim_to_speedup: pairs is how many timings judge each plan, at least 1, not {pairs}")
     costs, ref = costs or unit_costs(enc, tokens, batch, threads), reference or enc
-    t_ref = costs.dense if ref is enc else encode_times({'ref': ref, 'enc': enc}, tokens, batch, threads)
-    t_ref = t_ref if ref is enc else costs.dense * t_ref['ref'] / t_ref['enc']  # the reference's seconds on the costs' clock
+    t_ref = costs.dense * (1.0 if ref is enc else pair_speedup(ref, enc, tokens, batch, threads, rounds=5))  # the reference's seconds on the costs' clock
     if rule == 'fidelity' and not texts: raise ValueError("slim_to_speedup: rule 'fidelity' compares plans on the domain's texts: pass `texts`")
     want, over = speedup * (1 + margin), speedup * (1 + 4 * margin)  # aim inside [want, over]: past it the plan removes more than asked
     goal, tried, ref_emb, mixes, lo, hi, best = speedup, [], (ref.encode(texts) if rule == 'fidelity' else None), [], None, None, None

@@ -44,7 +44,8 @@ if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" frontier "* ]]; then   # res
   OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --threads 2 --grid report --seeds 1 --targets 2 --steps 800 --only 'slim2-importance-contrastive-800steps-s1$'
   for s in 1 2; do OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --threads 2 --grid report --model mpnet --seeds $s --targets 2 --steps 400 --only "^mpnet-(dense-s$s\$|slim2-importance-contrastive-400steps-s$s)"; done   # mpnet at 400 steps, two report seeds (~40 min a point)
   OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --threads 2 --grid report --model mpnet --seeds 1 --targets 2.75 --steps 400 --only '^mpnet-slim2.75-importance-contrastive-400steps-s1'   # for the int8 goal (seed 1)
-  for i in 1 2 3; do OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --speed --only '^mpnet-slim2.*-importance-contrastive-400steps'; done   # three passes: results/frontier/speed_passes_mpnet400.txt
+  { echo "# mpnet, 400-step slim points: three speed passes of bench/frontier.py --speed --only '^mpnet-slim2.*-importance-contrastive-400steps' (the last is speed.json)"
+    for i in 1 2 3; do echo "## pass $i"; OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --speed --only '^mpnet-slim2.*-importance-contrastive-400steps' | grep -E '^mpnet-(dense-s|slim2.*400steps)'; done; } > results/frontier/speed_passes_mpnet400.txt   # their run-to-run spread
   OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --speed | tee results/frontier/speed.txt   # every saved point timed in one run
   OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --pairs 3 --only '^slim(1.5|2|3)-importance-contrastive(-400steps)?-s2$' | tee results/frontier/pairs.txt   # one pair's run-to-run spread
   OMP_NUM_THREADS=2 .venv/bin/python bench/plan_landing.py --runs 4 | tee results/bench/plan_landing.txt   # where slim --speedup plans land, one pair vs three per plan (quiet machine, ~20 min)
