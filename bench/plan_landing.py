@@ -9,9 +9,12 @@ together, 15 rounds of batch 32 x 128 tokens) and prints how far past the target
 95% interval (over the R run pairs) for the difference.
 With --compare refine the two arms are `refine=0` (stop at the first plan inside the window) and `refine=2` (after a
 plan lands, ask twice for less removal and keep the least that still measured at the target); it also prints the
-difference in parameters kept.
+difference in parameters kept. With --compare correct they are `correct='ratio'` (the default: a miss asks for as much more
+as it fell short by, aimed at the window's edge) and `correct='secant'` (`next_ask`: the slope of the last two tries, aimed inside the window), and it also
+prints the tries each took; `--model mpnet` plans all-mpnet-base-v2, whose cost model is further off than MiniLM's.
 Run on a quiet machine: OMP_NUM_THREADS=2 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/plan_landing.py > results/bench/plan_landing.txt
                         ... python bench/plan_landing.py --compare refine --runs 3 > results/bench/plan_landing_refine.txt
+                        ... python bench/plan_landing.py --compare correct --model mpnet --runs 2 > results/bench/plan_landing_correct.txt
 """
 from __future__ import annotations
 import argparse, copy, os, platform, time
@@ -21,20 +24,23 @@ import torch
 
 from gaprune_nb.core import Encoder
 from gaprune_nb.data import domain_triplets
-from gaprune_nb.fixtures import minilm_path
+from gaprune_nb.fixtures import minilm_path, mpnet_path
 from gaprune_nb.speed import encode_times, slim_to_speedup, unit_costs, unit_scores
 
 TOKENS, BATCH, THREADS = 128, 32, 2
-ARMS = {'pairs': {'pairs=1': dict(pairs=1), 'pairs=3': dict(pairs=3)}, 'refine': {'refine=0': dict(refine=0), 'refine=2': dict(refine=2)}}   # the two arms of each comparison
+ARMS = {'pairs': {'pairs=1': dict(pairs=1), 'pairs=3': dict(pairs=3)}, 'refine': {'refine=0': dict(refine=0), 'refine=2': dict(refine=2)},
+        'correct': {'ratio': dict(correct='ratio'), 'secant': dict(correct='secant')}}   # the two arms of each comparison
+MODELS = {'minilm': minilm_path, 'mpnet': mpnet_path}
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--target', type=float, default=2.0)
     ap.add_argument('--runs', type=int, default=5, help='plans per setting (alternating)')
-    ap.add_argument('--compare', choices=tuple(ARMS), default='pairs', help="pairs: one timed pair a try vs three; refine: stop at the first plan in the window vs look twice for less removal")
+    ap.add_argument('--compare', choices=tuple(ARMS), default='pairs', help="pairs: one timed pair a try vs three; refine: stop at the first plan in the window vs look twice for less removal; correct: the ratio step vs the secant")
+    ap.add_argument('--model', choices=tuple(MODELS), default='minilm')
     a = ap.parse_args()
     torch.manual_seed(0); torch.set_num_threads(THREADS)
-    dense = Encoder.from_pretrained(minilm_path())
+    dense = Encoder.from_pretrained(MODELS[a.model]())
     fin = domain_triplets('finance').shuffle(seed=0).select(range(128))
     scores = unit_scores(dense, list(fin['query']) + list(fin['positive']), batch_size=32)
     plans, t0, arms = {}, time.perf_counter(), ARMS[a.compare]
@@ -48,7 +54,7 @@ def main():
             print(f'{p} run {r}: {len(res["tries"])} tries, plan measured {plans[(p, r)]["measured"]:.2f}x, {kept:.1%} of parameters kept, quiet={res["quiet"]}', flush=True)
     t = encode_times({'dense': dense, **{k: v['enc'] for k, v in plans.items()}}, TOKENS, BATCH, THREADS, rounds=15)
     for k, v in plans.items(): v['truth'] = t['dense'] / t[k]
-    print(f'\nMiniLM to {a.target:g}x, batch {BATCH} x {TOKENS} tokens, {THREADS} threads, {platform.processor() or platform.machine()}, '
+    print(f'\n{a.model} to {a.target:g}x, batch {BATCH} x {TOKENS} tokens, {THREADS} threads, {platform.processor() or platform.machine()}, '
           f'{os.cpu_count()} cores, torch {torch.__version__}; {time.perf_counter() - t0:.0f} s')
     print(f'{"":10s} {"plan measured":>14s} {"timed together":>15s} {"past target":>12s} {"params kept":>12s} {"tries":>6s}')
     for k, v in plans.items():
@@ -64,5 +70,9 @@ def main():
     (dl, dh), (kl, kh) = ci(d), ci(k)
     print(f'{A} minus {B}, past the target: {d.mean():+.1%} [{dl:+.1%}, {dh:+.1%}] (paired bootstrap over the {a.runs} run pairs)')
     print(f'{B} minus {A}, parameters kept: {k.mean():+.1%} [{kl:+.1%}, {kh:+.1%}]')
+    n = {p: np.array([plans[(p, r)]['tries'] for r in range(a.runs)]) for p in (A, B)}
+    (nl, nh) = ci((n[A] - n[B]).astype(float))
+    print(f'tries: {A} {n[A].mean():.1f} on average ({", ".join(map(str, n[A]))}), {B} {n[B].mean():.1f} ({", ".join(map(str, n[B]))}); '
+          f'{A} minus {B}: {(n[A] - n[B]).mean():+.1f} [{nl:+.1f}, {nh:+.1f}]')
 
 if __name__ == '__main__': main()

@@ -4,7 +4,7 @@
 
 # %% ../nbs/07c_speed.ipynb #6ccc05ca
 from __future__ import annotations
-import copy, os, platform, statistics, time
+import copy, math, os, platform, statistics, time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
@@ -18,9 +18,9 @@ from .slimming import remove_neurons
 
 
 # %% auto #0
-__all__ = ['RANK_RULES', 'encode_times', 'pair_speedup', 'usable_cores', 'others_busy', 'quiet', 'measure_speedup',
+__all__ = ['RANK_RULES', 'CORRECTIONS', 'encode_times', 'pair_speedup', 'usable_cores', 'others_busy', 'quiet', 'measure_speedup',
            'forward_flops', 'unit_scores', 'UnitCosts', 'unit_costs', 'plan_removal', 'plan_by_fidelity',
-           'predicted_seconds', 'apply_plan', 'slim_to_speedup']
+           'predicted_seconds', 'apply_plan', 'next_ask', 'slim_to_speedup']
 
 # %% ../nbs/07c_speed.ipynb #6f2bd079
 def _ids(enc:Encoder, batch:int, tokens:int, seed:int=0) -> dict:
@@ -269,6 +269,24 @@ def apply_plan(enc:Encoder, # The model, changed in place
     return enc
 
 
+# %% ../nbs/07c_speed.ipynb #cf064c91
+CORRECTIONS = ('ratio', 'secant')
+
+def next_ask(tried:list,          # The tries so far, each a dict with the speed-up `asked` of the cost model and the one `measured`
+             aim:float,           # The measured speed-up to land on
+             correct:str='ratio', # 'ratio': as much more as it fell short by (slope 1); 'secant': the slope of log measured against log asked from the last two tries
+             slopes:tuple=(0.25, 2.0) # The secant's slope is kept inside these bounds (one noisy pair could make it anything)
+            ) -> float:
+    "The speed-up to ask the cost model for next so that the measured one lands on `aim`: a step of slope 1 in log-log ('ratio') or of the last two tries' slope ('secant')."
+    a1, m1 = tried[-1]['asked'], tried[-1]['measured']
+    slope = 1.0
+    if correct == 'secant' and len(tried) > 1:
+        a0, m0 = tried[-2]['asked'], tried[-2]['measured']
+        if abs(math.log(a1 / a0)) > 0.01 and m0 > 1 and m1 > 1:   # two distinct plans that both removed something
+            slope = min(max(math.log(m1 / m0) / math.log(a1 / a0), slopes[0]), slopes[1])
+    return a1 * (aim / m1) ** (1 / slope)
+
+
 # %% ../nbs/07c_speed.ipynb #3d6e3f1a
 def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
                     scores:dict,           # From `unit_scores`
@@ -283,12 +301,14 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
                     margin:float=0.03,     # Clear the target by this share: timings vary by a few percent from run to run
                     refine:int=0,          # After a plan lands inside the window, try this often to remove less (bisecting towards the last shortfall), keeping the least removal that still reached the target
                     pairs:int=1,           # Time each plan against the reference in this many separate pairs and judge it by their median (3 measured no closer on a quiet machine, `bench/plan_landing.py`)
+                    correct:str='ratio',   # How a try that misses the window sets the next ask (`next_ask`): 'ratio' (as much more as it fell short by) or 'secant' (the slope of the last two tries; measured no better, an option)
                     costs:UnitCosts|None=None, # Measured unit costs (default: `unit_costs` now)
                     reference:Encoder|None=None # The model the speed-up is against (default `enc`; e.g. the dense model before a truncation)
                    ) -> dict:
     "Remove units until the measured speed-up reaches `speedup` (not far past it); returns the plan, the costs and every measurement."
     if not speedup > 1: raise ValueError(f"speedup must be above 1 (dense seconds / slimmed seconds), not {speedup}")
     if pairs < 1: raise ValueError(f"slim_to_speedup: pairs is how many timings judge each plan, at least 1, not {pairs}")
+    if correct not in CORRECTIONS: raise ValueError(f"slim_to_speedup: correct must be one of {CORRECTIONS}, not {correct!r}")
     costs, ref = costs or unit_costs(enc, tokens, batch, threads), reference or enc
     t_ref = costs.dense * (1.0 if ref is enc else pair_speedup(ref, enc, tokens, batch, threads, rounds=5))  # the reference's seconds on the costs' clock
     if rule == 'fidelity' and not texts: raise ValueError("slim_to_speedup: rule 'fidelity' compares plans on the domain's texts: pass `texts`")
@@ -311,7 +331,8 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
             continue
         if got < want: lo = goal
         else: hi = goal
-        goal = (lo * hi) ** 0.5 if lo and hi else goal * want / got  # the cost model's error, corrected from both sides
+        aim = want if correct == 'ratio' else speedup * (1 + 2 * margin)  # 'ratio' aims at the window's edge, the secant inside it
+        goal = (lo * hi) ** 0.5 if lo and hi else next_ask(tried, aim, correct)  # bracketed: bisect; else step by the cost model's error
         goal = max(goal, 1 + margin)  # a noisy overshoot never asks for nothing: removing nothing is no speed-up, whatever a timing says
     got, keep = best[:2] if best else (got, keep)
     apply_plan(enc, keep)

@@ -151,3 +151,21 @@ def test_speed_refine_reaches_the_planner(monkeypatch):
     cfg = SlimConfig(domain='finance', speedup=1.3, speed_refine=2, finetune='none', n_calib=8, speed_tokens=8, speed_batch=2, threads=1)
     _, rep = slim_run(cfg, encoder=Encoder(m, tok, pooling='mean'), show_progress=False)
     assert seen == [2] and rep['config']['speed_refine'] == 2
+
+def test_the_secant_corrects_a_smooth_miss_in_fewer_tries(monkeypatch):
+    "A machine that gives back only 40% of what the linear cost model predicts (as mpnet's did, more so the further a plan goes): the secant step (`correct='secant'`) reaches the window in a few tries, the ratio step (the default) creeps up on it."
+    import gaprune_nb.speed as speed
+    m, tok = tiny_model('bert')
+    costs = UnitCosts(neuron=0.006, head=0.006, mlp=0., attn=0., dense=1.0, tokens=8, batch=1, threads=1)
+    units = lambda mod: sum(l.down.in_features if 'down' in l.modules else 0 for l in find_layers(mod)) + \
+        sum((len(h) if h is not None else head_layout(mod)[0]) if 'o' in l.modules else 0 for l, h in zip(find_layers(mod), kept_heads(mod)))
+    n0 = units(m)
+    seconds = lambda mod: 1.0 - 0.4 * 0.006 * (n0 - units(mod))   # each removed unit saves 40% of its modelled cost
+    monkeypatch.setattr(speed, 'encode_times', lambda models, *a, **k: {n: 1.0 if n == 'ref' else seconds(e.model) for n, e in models.items()})
+    def plan(correct):
+        enc = Encoder(copy.deepcopy(m), tok, pooling='mean')
+        return speed.slim_to_speedup(enc, unit_scores(enc, TEXTS), 1.3, tokens=8, batch=1, threads=1, costs=costs, correct=correct)
+    sec, ratio = plan('secant'), plan('ratio')
+    assert sec['reached'] and 1.3 * 1.03 <= sec['measured'] <= 1.3 * 1.12 and len(sec['tries']) <= 4, sec['tries']
+    assert len(ratio['tries']) > len(sec['tries']), ratio['tries']
+    with pytest.raises(ValueError, match="'ratio', 'secant'"): speed.slim_to_speedup(Encoder(m, tok, pooling='mean'), {}, 1.3, costs=costs, correct='newton')

@@ -46,9 +46,13 @@ if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" frontier "* ]]; then   # res
   OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --threads 2 --grid report --model mpnet --seeds 1 --targets 2.75 --steps 400 --only '^mpnet-slim2.75-importance-contrastive-400steps-s1'   # for the int8 goal (seed 1)
   { echo "# mpnet, 400-step slim points: three speed passes of bench/frontier.py --speed --only '^mpnet-slim2.*-importance-contrastive-400steps' (the last is speed.json)"
     for i in 1 2 3; do echo "## pass $i"; OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --speed --only '^mpnet-slim2.*-importance-contrastive-400steps' | grep -E '^mpnet-(dense-s|slim2.*400steps)'; done; } > results/frontier/speed_passes_mpnet400.txt   # their run-to-run spread
+  OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --threads 2 --grid report --seeds 2 --domain chemistry --targets 2   # chemistry's second report seed, one job at a time
+  { echo "# chemistry seed 2: OMP_NUM_THREADS=2 python bench/frontier.py --speed --only '^chemistry-.*-s2' (merged into speed.json; each point against the median of MiniLM's dense points timed in the same run)"
+    OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --speed --only '^chemistry-.*-s2' | grep -E '^(chemistry-.*-s2|dense-s[12]) '; } > results/frontier/speed_chemistry_s2.txt
   OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --speed | tee results/frontier/speed.txt   # every saved point timed in one run
   OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --pairs 3 --only '^slim(1.5|2|3)-importance-contrastive(-400steps)?-s2$' | tee results/frontier/pairs.txt   # one pair's run-to-run spread
   OMP_NUM_THREADS=2 .venv/bin/python bench/plan_landing.py --runs 4 | tee results/bench/plan_landing.txt   # where slim --speedup plans land, one pair vs three per plan (quiet machine, ~20 min)
   OMP_NUM_THREADS=2 .venv/bin/python bench/plan_landing.py --compare refine --runs 3 | tee results/bench/plan_landing_refine.txt   # stop at the first plan in the window vs look for less removal
+  OMP_NUM_THREADS=2 .venv/bin/python bench/plan_landing.py --compare correct --model mpnet --runs 2 | tee results/bench/plan_landing_correct.txt   # the ratio step vs the secant on mpnet (~14 min)
 fi
 exp frontier nbs/18_exp_frontier.ipynb   # faster on CPU: slim --speedup at several targets, fp32 and int8, vs dense, its int8 graph, L3Prune, neuron magnitude, model2vec (results/frontier/)
