@@ -171,17 +171,19 @@ def grid(a, S, work, todo):
             evaluate(name, saved(name, work) or mk(name), SUITES(seed), S, out=OUT, seed=seed)
             print(f'{name}: done ({time.perf_counter() - t:.0f} s)', file=sys.stderr, flush=True)
 
-def speed(work, only=''):
+def speed(work, only='', beside=''):
     """Time every saved point in one run: PyTorch models together (`encode_times`), ONNX graphs in onnxruntime, model2vec on
     real text. With `only`, the points it matches and their models' dense points, in one run, merged into speed.json (each
-    ratio is measured within one run: a point against its own model's dense, timed beside it)."""
+    ratio is measured within one run: a point against its own model's dense, timed beside it). Points `beside` matches are
+    timed in the same run and printed, to compare with, but keep their entries in speed.json (the figures quoted for them)."""
     import onnxruntime as ort
     torch.set_num_threads(THREADS)
     model_of = lambda k: 'mpnet' if k.startswith('mpnet-') else 'minilm'   # each against its own dense model
     is_dense = lambda k: re.fullmatch(r'(mpnet-)?(chemistry-)?dense-s\d+', k)
     pts = {p.name: p for p in sorted(work.iterdir()) if p.is_dir()}
-    picked = {model_of(k) for k in pts if re.search(only, k)}
-    pts = {k: p for k, p in pts.items() if re.search(only, k) or (is_dense(k) and model_of(k) in picked)}
+    picked = {model_of(k) for k in pts if re.search(only, k) or (beside and re.search(beside, k))}
+    shown = {k for k in pts if beside and re.search(beside, k) and not re.search(only, k)}   # timed and printed, not merged
+    pts = {k: p for k, p in pts.items() if re.search(only, k) or k in shown or (is_dense(k) and model_of(k) in picked)}
     torch_pts = {k: Encoder.from_pretrained(p) for k, p in pts.items() if (p/'config.json').exists() and 'm2v' not in k}
     res, run = {}, time.strftime('%Y-%m-%d %H:%M')
     tok = Encoder.from_pretrained(minilm_path()).tokenizer   # model2vec's timing texts: decoded random tokens, made once
@@ -207,10 +209,12 @@ def speed(work, only=''):
         ref = {m: statistics.median(v for k, v in t.items() if model_of(k) == m and is_dense(k)) for m in {model_of(k) for k in t}}
         res['batch' if b == BATCH else 'single'] = {k: dict(seconds=v, speedup=ref[model_of(k)] / v, run=run) for k, v in t.items()}
     old = json.loads((OUT/'speed.json').read_text()) if only and (OUT/'speed.json').exists() else {}
-    for kind in ('batch', 'single'): res[kind] = {**old.get(kind, {}), **res[kind]}
+    printed = {kind: dict(res[kind]) for kind in ('batch', 'single')}
+    for kind in ('batch', 'single'): res[kind] = {**old.get(kind, {}), **{k: v for k, v in res[kind].items() if k not in shown}}
     res.update(tokens=TOKENS, batch_size=BATCH, threads=THREADS, torch=torch.__version__, onnxruntime=ort.__version__, cpu=platform.processor() or platform.machine(), cores=os.cpu_count())
     (OUT/'speed.json').write_text(json.dumps(res, indent=1) + '\n')
-    for k in res['batch']: print(f"{k:45s} batch {res['batch'][k]['speedup']:5.2f}x  single {res['single'][k]['speedup']:5.2f}x  ({res['batch'][k].get('run', 'first run')})")
+    for k, b in {**res['batch'], **printed['batch']}.items():
+        print(f"{k:45s} batch {b['speedup']:5.2f}x  single {printed['single'].get(k, res['single'][k])['speedup']:5.2f}x  ({b.get('run', 'first run')})" + ('  (beside: not merged)' if k in shown else ''))
 
 def pairs(work, only, n):
     """Each saved point `only` matches, timed against its own dense model in `n` separate pairs (the two alone, as the
@@ -237,13 +241,14 @@ def main():
                     '2 when this is the only job, so the planner times on a quiet machine')
     ap.add_argument('--refine', type=int, default=0, help='slim plans search this often for less removal inside the window (`SlimConfig.speed_refine`; named -refineN in the points)')
     ap.add_argument('--speed', action='store_true')
+    ap.add_argument('--beside', default='', help='with --speed --only: points timed in the same run to compare with, printed but not merged into speed.json')
     ap.add_argument('--pairs', type=int, default=0, help='with --only: time each point against its dense model in this many separate pairs')
     ap.add_argument('--domain', choices=tuple(DOMAIN_SUITES), default='finance')
     ap.add_argument('--model', choices=tuple(MODELS), default='minilm')
     a = ap.parse_args()
     A.domain, A.model, A.steps, A.refine = a.domain, a.model, a.steps, a.refine
     OUT.mkdir(parents=True, exist_ok=True); work = Path(a.work); work.mkdir(parents=True, exist_ok=True)
-    if a.speed: fill_params(work); return speed(work, a.only)
+    if a.speed: fill_params(work); return speed(work, a.only, a.beside)
     if a.pairs: return pairs(work, a.only, a.pairs)
     torch.set_num_threads(a.threads)
     S = Suites(data_root(None), Encoder.from_pretrained(base_model()).tokenizer)

@@ -313,6 +313,7 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
     t_ref = costs.dense * (1.0 if ref is enc else pair_speedup(ref, enc, tokens, batch, threads, rounds=5))  # the reference's seconds on the costs' clock
     if rule == 'fidelity' and not texts: raise ValueError("slim_to_speedup: rule 'fidelity' compares plans on the domain's texts: pass `texts`")
     want, over = speedup * (1 + margin), speedup * (1 + 4 * margin)  # aim inside [want, over]: past it the plan removes more than asked
+    aim = want if correct == 'ratio' else speedup * (1 + 2 * margin)  # where a miss steps to: 'ratio' the window's edge, the secant inside it
     goal, tried, ref_emb, mixes, lo, hi, best = speedup, [], (ref.encode(texts) if rule == 'fidelity' else None), [], None, None, None
     for _ in range(tries):
         if rule == 'fidelity':
@@ -331,7 +332,6 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
             continue
         if got < want: lo = goal
         else: hi = goal
-        aim = want if correct == 'ratio' else speedup * (1 + 2 * margin)  # 'ratio' aims at the window's edge, the secant inside it
         goal = (lo * hi) ** 0.5 if lo and hi else next_ask(tried, aim, correct)  # bracketed: bisect; else step by the cost model's error
         goal = max(goal, 1 + margin)  # a noisy overshoot never asks for nothing: removing nothing is no speed-up, whatever a timing says
     got, keep = best[:2] if best else (got, keep)
