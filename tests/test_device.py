@@ -93,11 +93,12 @@ def test_cuda_prune_run(tmp_path, method):
 
 
 @cuda
-def test_cuda_slim_run(tmp_path):
-    "Coarse-to-fine slimming on the GPU: gates, removal and fine-tuning run there; the folder reloads on the CPU."
-    enc, rep = slim_run(SlimConfig(keep=0.7, gate_steps=3, finetune_steps=2, batch_size=4, device='cuda'), out=tmp_path/'slim',
+@pytest.mark.parametrize('recovery', ['contrastive', 'distill+contrastive'])
+def test_cuda_slim_run(tmp_path, recovery):
+    "Coarse-to-fine slimming on the GPU: gates, removal and fine-tuning (contrastive, or learning the dense model's embeddings too) run there; the folder reloads on the CPU."
+    enc, rep = slim_run(SlimConfig(keep=0.7, gate_steps=3, finetune_steps=2, batch_size=4, recovery=recovery, device='cuda'), out=tmp_path/'slim',
                         show_progress=False)
-    assert next(enc.parameters()).device.type == 'cuda'
+    assert next(enc.parameters()).device.type == 'cuda' and rep['config']['recovery'] == recovery
     assert Encoder.from_pretrained(tmp_path/'slim').encode(['a question'], kind='query').shape[0] == 1
 
 
