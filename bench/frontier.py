@@ -22,7 +22,7 @@ Points (MiniLM, finance):
                                (contrastive, distill, distill+contrastive, and contrastive on rows half of them general
                                triplets: -then-contrastive-general0.5) on that same structure; with --steps N
                                other than 100 the recovered cells end in -Nsteps (and the fine-tuned points of --grid report
-                               carry -Nsteps before -s<seed>; with --refine N the slim points add -refineN after it)
+                               carry -Nsteps before -s<seed>; with --refine N the slim points add -refineN after it, with --speed-at both -at-both)
 Seed 0 chooses (ranking rule, recovery at 2x); the others report. Speed: `--speed` times every saved point in one
 run, interleaved (2 threads, batch 32 x 128 tokens, and one text of 128 tokens), and writes results/frontier/speed.json.
 Run: OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/frontier.py [--grid select|report|recovery] [--domain chemistry] [--model mpnet] [--only REGEX]
@@ -45,7 +45,7 @@ from gaprune_nb.data import data_root
 from gaprune_nb.fixtures import minilm_path, mpnet_path
 from gaprune_nb.l3prune import truncate
 from gaprune_nb.methods import importance
-from gaprune_nb.options import SlimConfig
+from gaprune_nb.options import SPEED_AT, SlimConfig
 from gaprune_nb.slim_pipeline import slim_run
 from gaprune_nb.slimming import neuron_scores
 from gaprune_nb.speed import encode_times, pair_speedup, slim_to_speedup
@@ -56,7 +56,7 @@ SUITES = lambda seed: DOMAIN_SUITES[A.domain](seed) + ['dev-general']
 MODELS = {'minilm': minilm_path, 'mpnet': mpnet_path}
 TOKENS, BATCH, THREADS = 128, 32, 2
 STEPS = 100
-A = argparse.Namespace(domain='finance', model='minilm', steps=STEPS, refine=0)  # this run's domain, model, recovery steps and plan refinement (set by `main`)
+A = argparse.Namespace(domain='finance', model='minilm', steps=STEPS, refine=0, speed_at='batch')  # this run's domain, model, recovery steps, plan refinement and what plans are timed at (set by `main`)
 
 def prefix() -> str:
     "Cell names of MiniLM on finance carry no prefix; other models and domains say which."
@@ -65,7 +65,7 @@ def prefix() -> str:
 def base_model() -> Path: return MODELS[A.model]()
 
 def slim_cfg(seed, **over) -> SlimConfig:
-    return SlimConfig(**dict(dict(model=str(base_model()), domain=A.domain, holdout=0.1, seed=seed, finetune_steps=A.steps, speed_refine=A.refine,
+    return SlimConfig(**dict(dict(model=str(base_model()), domain=A.domain, holdout=0.1, seed=seed, finetune_steps=A.steps, speed_refine=A.refine, speed_at=A.speed_at,
                                   speed_tokens=TOKENS, speed_batch=BATCH, threads=THREADS), **over))
 
 def made(name, work, enc, info) -> tuple:
@@ -136,7 +136,7 @@ def saved(name, work):
 
 def grid(a, S, work, todo):
     steps = f'-{a.steps}steps' if a.steps != STEPS else ''   # recovery steps other than 100 are in the names
-    refine = f'-refine{a.refine}' if a.refine else ''       # and a slim plan's refinement in its points' names
+    refine = (f'-refine{a.refine}' if a.refine else '') + (f'-at-{a.speed_at}' if a.speed_at != 'batch' else '')  # and a slim plan's refinement and timing in its points' names
     for seed in a.seeds:
         pts = {f'dense-s{seed}': lambda n, s=seed: (lambda: made(n, work, Encoder.from_pretrained(base_model()), {}))}
         if a.grid == 'recovery':   # one structure (slim at the first target, no fine-tuning), each recovery on it
@@ -240,13 +240,14 @@ def main():
     ap.add_argument('--threads', type=int, default=1, help='torch threads for making and scoring (the planner and --speed always time at 2); '
                     '2 when this is the only job, so the planner times on a quiet machine')
     ap.add_argument('--refine', type=int, default=0, help='slim plans search this often for less removal inside the window (`SlimConfig.speed_refine`; named -refineN in the points)')
+    ap.add_argument('--speed-at', choices=SPEED_AT, default='batch', help="what slim plans are timed at (`SlimConfig.speed_at`; other than batch: named -at-<it> in the points)")
     ap.add_argument('--speed', action='store_true')
     ap.add_argument('--beside', default='', help='with --speed --only: points timed in the same run to compare with, printed but not merged into speed.json')
     ap.add_argument('--pairs', type=int, default=0, help='with --only: time each point against its dense model in this many separate pairs')
     ap.add_argument('--domain', choices=tuple(DOMAIN_SUITES), default='finance')
     ap.add_argument('--model', choices=tuple(MODELS), default='minilm')
     a = ap.parse_args()
-    A.domain, A.model, A.steps, A.refine = a.domain, a.model, a.steps, a.refine
+    A.domain, A.model, A.steps, A.refine, A.speed_at = a.domain, a.model, a.steps, a.refine, a.speed_at
     OUT.mkdir(parents=True, exist_ok=True); work = Path(a.work); work.mkdir(parents=True, exist_ok=True)
     if a.speed: fill_params(work); return speed(work, a.only, a.beside)
     if a.pairs: return pairs(work, a.only, a.pairs)

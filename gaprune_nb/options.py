@@ -12,9 +12,9 @@ from .registry import DAIConfig, OBDConfig, DTYPES, METHODS, UPDATES, method, me
 from .store import sha256_file
 
 # %% auto #0
-__all__ = ['SCOPES', 'POOLINGS', 'DOMAINS', 'CANONICAL', 'IN_MEMORY', 'RECOVERIES', 'RECOVERY_BY_SHAPE', 'check_sparsity',
-           'check_scope', 'check_device', 'check_domain', 'check_columns', 'parse_columns', 'verify_sources',
-           'ModelConfig', 'SlimConfig', 'RunConfig']
+__all__ = ['SCOPES', 'POOLINGS', 'DOMAINS', 'CANONICAL', 'IN_MEMORY', 'SPEED_AT', 'RECOVERIES', 'RECOVERY_BY_SHAPE',
+           'check_sparsity', 'check_scope', 'check_device', 'check_domain', 'check_columns', 'parse_columns',
+           'verify_sources', 'ModelConfig', 'SlimConfig', 'RunConfig']
 
 # %% ../nbs/00b_options.ipynb #eb437b8c
 def check_sparsity(sparsity,                # The share of weights to prune
@@ -149,6 +149,7 @@ class ModelConfig:
         return cfg
 
 # %% ../nbs/00b_options.ipynb #417351d3
+SPEED_AT = ('batch', 'one', 'both')  # what a speed-up target is measured at: a batch (throughput), one text (latency), or both (the smaller)
 RECOVERIES = ('contrastive', 'distill', 'distill+contrastive')  # losses of the recovery after compression (`08_retraining`)
 RECOVERY_BY_SHAPE = {'texts': 'distill', 'pairs': 'contrastive', 'triplets': 'contrastive'}  # recovery None: the measured best each shape allows (17_exp_your_domain)
 
@@ -164,6 +165,7 @@ class SlimConfig(ModelConfig):
     speed_tokens: int|None = None # with `speedup`: tokens per text it is measured at; None: the median of the domain's calibration texts
     speed_batch: int = 32         # texts per batch it is measured at (the report adds single-text latency)
     speed_refine: int = 0         # with `speedup`: after a plan lands inside the target's window, try this often to remove less and keep the least removal still at the target (`slim_to_speedup`'s `refine`; 2 landed 2.7% closer to 2x, `bench/plan_landing.py`)
+    speed_at: str = 'batch'       # with `speedup`: what the target is measured at: 'batch' (`speed_batch` texts a pass: throughput), 'one' (a single text: latency) or 'both' (the smaller of the two must reach it)
     threads: int|None = None      # CPU threads it is measured with; None: torch's current setting
     layers: str|None = None       # whole layers first: keep the first N ('4') or L3Prune's choice ('small' / 'large', by per-layer contrastive loss); None: all
     drop_mlp: int = 0             # coarse step: MLP sub-layers dropped, least EffiR importance first
@@ -225,6 +227,7 @@ class SlimConfig(ModelConfig):
             if v is not None and not (isinstance(v, int) and v >= 1): raise ValueError(f"{k} must be a positive integer or None, not {v!r}")
         self._positive('speed_batch')
         if not (isinstance(self.speed_refine, int) and self.speed_refine >= 0): raise ValueError(f"speed_refine must be an integer >= 0 (0: stop at the first plan inside the target's window), not {self.speed_refine!r}")
+        if self.speed_at not in SPEED_AT: raise ValueError(f"speed_at must be one of {SPEED_AT} (what the speed-up is measured at: a batch, one text, or both), not {self.speed_at!r}")
         if self.scorer is None: self.scorer = 'contribution' if self.speedup else 'gates'
         if self.keep is None: self.keep = 1.0 if self.speedup else 0.6
 

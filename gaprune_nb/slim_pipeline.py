@@ -136,7 +136,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
             costs = unit_costs(enc, tokens, cfg.speed_batch, cfg.threads)
         with stage(t, f'remove units to a measured {cfg.speedup}x ({cfg.rank})', say):
             plan = slim_to_speedup(enc, scores, cfg.speedup, tokens, cfg.speed_batch, cfg.threads, cfg.rank, texts[:256],
-                                   ('mlp', 'attn') if cfg.heads else ('mlp',), refine=cfg.speed_refine, costs=costs, reference=dense)
+                                   ('mlp', 'attn') if cfg.heads else ('mlp',), refine=cfg.speed_refine, at=cfg.speed_at, costs=costs, reference=dense)
         if not plan['quiet']:  # said whatever show_progress is: the model may be slimmed past the target
             print(f"   speed: other processes kept up to {max(x['others'] for x in plan['tries']):.1f} of {len(usable_cores())} cores busy while the plan was timed "
                   f"({plan['costs']['threads']} thread{'s' if plan['costs']['threads'] != 1 else ''}): a busy machine slows the slimmed model more than dense, so it may be slimmed past "

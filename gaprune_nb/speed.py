@@ -14,13 +14,14 @@ from tqdm.auto import tqdm
 from .arch import drop_sublayers, find_layers
 from .heads import head_layout, kept_heads, remove_heads
 from .core import Encoder, evaluating
+from .options import SPEED_AT
 from .slimming import remove_neurons
 
 
 # %% auto #0
 __all__ = ['RANK_RULES', 'CORRECTIONS', 'encode_times', 'pair_speedup', 'usable_cores', 'others_busy', 'quiet', 'measure_speedup',
            'forward_flops', 'unit_scores', 'UnitCosts', 'unit_costs', 'plan_removal', 'plan_by_fidelity',
-           'predicted_seconds', 'apply_plan', 'next_ask', 'slim_to_speedup']
+           'predicted_seconds', 'apply_plan', 'next_ask', 'judged_speedup', 'slim_to_speedup']
 
 # %% ../nbs/07c_speed.ipynb #6f2bd079
 def _ids(enc:Encoder, batch:int, tokens:int, seed:int=0) -> dict:
@@ -287,6 +288,18 @@ def next_ask(tried:list,          # The tries so far, each a dict with the speed
     return a1 * (aim / m1) ** (1 / slope)
 
 
+# %% ../nbs/07c_speed.ipynb #a7c3d2e1
+def judged_speedup(ref,                  # The reference model (e.g. dense)
+                   model,                # The model timed against it
+                   tokens:int=128,       # Tokens per text
+                   batch:int=32,         # Texts per forward pass for 'batch'
+                   threads:int|None=None,# torch intra-op threads (None: the current setting)
+                   at:str='batch'        # 'batch', 'one' (a single text: latency) or 'both'
+                  ) -> dict:
+    "{'batch': ..., 'one': ...}: the speed-ups a plan is judged by (`at`), each from one pair timed alone (`pair_speedup`; one text in three times the rounds, its passes are short)."
+    return {k: pair_speedup(ref, model, tokens, b, threads, rounds=r) for k, b, r in (('batch', batch, 7), ('one', 1, 21)) if at in (k, 'both')}
+
+
 # %% ../nbs/07c_speed.ipynb #3d6e3f1a
 def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
                     scores:dict,           # From `unit_scores`
@@ -302,6 +315,7 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
                     refine:int=0,          # After a plan lands inside the window, try this often to remove less (bisecting towards the last shortfall), keeping the least removal that still reached the target
                     pairs:int=1,           # Time each plan against the reference in this many separate pairs and judge it by their median (3 measured no closer on a quiet machine, `bench/plan_landing.py`)
                     correct:str='ratio',   # How a try that misses the window sets the next ask (`next_ask`): 'ratio' (as much more as it fell short by) or 'secant' (the slope of the last two tries; measured no better, an option)
+                    at:str='batch',        # What the target is measured at: 'batch' (`batch` texts a pass: throughput), 'one' (a single text: latency) or 'both' (the smaller of the two must reach it)
                     costs:UnitCosts|None=None, # Measured unit costs (default: `unit_costs` now)
                     reference:Encoder|None=None # The model the speed-up is against (default `enc`; e.g. the dense model before a truncation)
                    ) -> dict:
@@ -309,6 +323,7 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
     if not speedup > 1: raise ValueError(f"speedup must be above 1 (dense seconds / slimmed seconds), not {speedup}")
     if pairs < 1: raise ValueError(f"slim_to_speedup: pairs is how many timings judge each plan, at least 1, not {pairs}")
     if correct not in CORRECTIONS: raise ValueError(f"slim_to_speedup: correct must be one of {CORRECTIONS}, not {correct!r}")
+    if at not in SPEED_AT: raise ValueError(f"slim_to_speedup: at must be one of {SPEED_AT}, not {at!r}")
     costs, ref = costs or unit_costs(enc, tokens, batch, threads), reference or enc
     t_ref = costs.dense * (1.0 if ref is enc else pair_speedup(ref, enc, tokens, batch, threads, rounds=5))  # the reference's seconds on the costs' clock
     if rule == 'fidelity' and not texts: raise ValueError("slim_to_speedup: rule 'fidelity' compares plans on the domain's texts: pass `texts`")
@@ -321,9 +336,11 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
             mixes.append(mix)
         else: keep = plan_removal(scores, costs, costs.dense - t_ref / goal, rule, kinds)
         slim = apply_plan(copy.deepcopy(enc), keep)
-        with others_busy(load := {}): draws = [pair_speedup(ref, slim, tokens, batch, threads) for _ in range(pairs)]  # more than one: a low draw no longer turns back a plan that was fast enough
-        got = statistics.median(draws) if any(not m.all() for m in keep.values()) else 1.0  # nothing removed is the dense model, whatever a noisy timing says
-        tried.append(dict(asked=goal, predicted=t_ref / predicted_seconds(keep, costs), measured=got, draws=[round(d, 3) for d in draws], others=load['others']))
+        with others_busy(load := {}): draws = [judged_speedup(ref, slim, tokens, batch, threads, at) for _ in range(pairs)]  # more than one: a low draw no longer turns back a plan that was fast enough
+        by = {k: statistics.median(d[k] for d in draws) for k in draws[0]}   # each measure's median over the pairs
+        got = min(by.values()) if any(not m.all() for m in keep.values()) else 1.0  # nothing removed is the dense model, whatever a noisy timing says
+        tried.append(dict(asked=goal, predicted=t_ref / predicted_seconds(keep, costs), measured=got, draws=[round(min(d.values()), 3) for d in draws], others=load['others'],
+                          **({f'measured_{k}': round(v, 3) for k, v in by.items()} if at != 'batch' else {})))
         if got >= want and (best is None or goal < best[2]): best = (got, keep, goal)  # the least removal (the least asked) that reached the target
         if want <= got <= over:
             if refine <= sum(t.get('refining', False) for t in tried): break

@@ -143,14 +143,15 @@ def test_refine_looks_for_less_removal_inside_the_window(monkeypatch):
     assert len(refined['tries']) > len(once['tries']) and n_refined > n_once, (once['tries'], refined['tries'])   # it kept more of the model
 
 def test_speed_refine_reaches_the_planner(monkeypatch):
-    "`SlimConfig(speed_refine=N)` (`--speed-refine N`) is the planner's `refine`, and the report's config records it."
+    "`SlimConfig(speed_refine=N, speed_at=...)` (`--speed-refine N --speed-at both`) are the planner's `refine` and `at`, and the report records them (and both speed-ups of every try)."
     import gaprune_nb.slim_pipeline as sp
     seen, real = [], sp.slim_to_speedup
-    monkeypatch.setattr(sp, 'slim_to_speedup', lambda *a, **k: seen.append(k.get('refine')) or real(*a, **k))
+    monkeypatch.setattr(sp, 'slim_to_speedup', lambda *a, **k: seen.append((k.get('refine'), k.get('at'))) or real(*a, **k))
     m, tok = tiny_model('bert')
-    cfg = SlimConfig(domain='finance', speedup=1.3, speed_refine=2, finetune='none', n_calib=8, speed_tokens=8, speed_batch=2, threads=1)
+    cfg = SlimConfig(domain='finance', speedup=1.3, speed_refine=2, speed_at='both', finetune='none', n_calib=8, speed_tokens=8, speed_batch=2, threads=1)
     _, rep = slim_run(cfg, encoder=Encoder(m, tok, pooling='mean'), show_progress=False)
-    assert seen == [2] and rep['config']['speed_refine'] == 2
+    assert seen == [(2, 'both')] and rep['config']['speed_refine'] == 2 and rep['config']['speed_at'] == 'both'
+    assert all({'measured_batch', 'measured_one'} <= set(t) for t in rep['speed_plan']['tries'])
 
 def test_the_secant_corrects_a_smooth_miss_in_fewer_tries(monkeypatch):
     "A machine that gives back only 40% of what the linear cost model predicts (as mpnet's did, more so the further a plan goes): the secant step (`correct='secant'`) reaches the window in a few tries, the ratio step (the default) creeps up on it."
@@ -169,3 +170,23 @@ def test_the_secant_corrects_a_smooth_miss_in_fewer_tries(monkeypatch):
     assert sec['reached'] and 1.3 * 1.03 <= sec['measured'] <= 1.3 * 1.12 and len(sec['tries']) <= 4, sec['tries']
     assert len(ratio['tries']) > len(sec['tries']), ratio['tries']
     with pytest.raises(ValueError, match="'ratio', 'secant'"): speed.slim_to_speedup(Encoder(m, tok, pooling='mean'), {}, 1.3, costs=costs, correct='newton')
+
+def test_speed_at_both_judges_a_plan_by_the_slower_of_batch_and_one_text(monkeypatch):
+    "`at='both'`: a plan counts only when one text (latency) reaches the target too; on a machine where one text gains half of what a batch gains, the batch plan leaves one text short, the 'both' plan does not (it removes more), and each try records both speed-ups."
+    import gaprune_nb.speed as speed
+    m, tok = tiny_model('bert')
+    costs = UnitCosts(neuron=0.01, head=0.01, mlp=0.01, attn=0.01, dense=1.0, tokens=8, batch=1, threads=1)
+    n0 = sum(p.numel() for p in m.parameters())
+    saved = lambda slim: (1 - sum(p.numel() for p in slim.model.parameters()) / n0) / 0.0065  # about the share of time the cost model says a plan saves (this tiny model's parameters are mostly embeddings)
+    fake = lambda models, tokens, batch, *a, **k: {n: 1.0 if n == 'ref' else 1 - saved(x) * (1 if batch > 1 else 0.5) for n, x in models.items()}
+    monkeypatch.setattr(speed, 'encode_times', fake)
+    dense = Encoder(copy.deepcopy(m), tok, pooling='mean')
+    def plan(at):
+        enc = Encoder(copy.deepcopy(m), tok, pooling='mean')
+        res = speed.slim_to_speedup(enc, unit_scores(enc, TEXTS), 1.3, tokens=8, batch=4, threads=1, costs=costs, at=at)
+        return res, speed.judged_speedup(dense, enc, 8, 4, 1, 'both')
+    (b, got_b), (both, got_both) = plan('batch'), plan('both')
+    assert b['reached'] and both['reached'] and got_b['batch'] >= 1.3 > got_b['one'] and min(got_both.values()) >= 1.3, (got_b, got_both)
+    assert all(t['measured'] == pytest.approx(min(t['measured_batch'], t['measured_one']), abs=1e-3) for t in both['tries']) and 'measured_one' not in b['tries'][-1]
+    with pytest.raises(ValueError, match="at must be one of"): speed.slim_to_speedup(Encoder(copy.deepcopy(m), tok, pooling='mean'), {}, 1.3, at='latency', costs=costs)
+    with pytest.raises(ValueError, match="speed_at must be one of"): SlimConfig(speedup=2, speed_at='latency')
