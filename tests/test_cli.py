@@ -230,15 +230,18 @@ def test_stats_groups_give_the_same_statistics_and_mask(tmp_path, bert, data):
 
 
 def test_slim_speedup_with_export_writes_a_folder_sentence_transformers_loads(bert, data, tmp_path):
-    "`gaprune slim --speedup 1.3 --export onnx-int8` on a tiny BERT: the speed-up it measured in the report, the int8 graph in the ONNX layout, the card's line loads it."
+    "`gaprune slim --speedup 1.3 --speed-at both --export onnx-int8` on a tiny BERT: the speed-ups it measured (each plan for a batch and one text) in the report, the int8 graph in the ONNX layout, the card's line loads it."
     import re
     from sentence_transformers import SentenceTransformer
     out = tmp_path / 'slim'
     r = gaprune('slim', '--model', bert, '--data', data, '--speedup', '1.3', '--finetune-steps', '1', '--batch-size', '2', '--n-calib', '8',
-                '--speed-tokens', '16', '--speed-batch', '4', '--threads', '1', '--no-eval', '--export', 'onnx-int8', '--out', out)
+                '--speed-tokens', '16', '--speed-batch', '4', '--speed-at', 'both', '--threads', '1', '--no-eval', '--export', 'onnx-int8', '--out', out)
     assert r.returncode == 0, r.stderr[-2000:]
     rep = json.loads((out / 'slim_report.json').read_text())
     assert rep['config']['speedup'] == 1.3 and rep['speed']['batch_speedup'] > 0 and (out / 'onnx' / 'model_qint8_avx512_vnni.onnx').is_file()
+    assert rep['config']['speed_at'] == 'both' and all(t['measured_one'] > 0 and t['measured_batch'] > 0 for t in rep['speed_plan']['tries'])
+    bad = gaprune('slim', '--speedup', '2', '--speed-at', 'fast', '--out', tmp_path / 'bad')
+    assert bad.returncode == 2 and "'both'" in bad.stderr and not (tmp_path / 'bad').exists()
     line = re.search(r'^model = (SentenceTransformer\(.*backend="onnx".*\))  # int8', (out / 'README.md').read_text(), re.M).group(1)
     st = eval(line, {'SentenceTransformer': SentenceTransformer})
     pt = SentenceTransformer(str(out), trust_remote_code=True, device='cpu')
