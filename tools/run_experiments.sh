@@ -69,11 +69,13 @@ if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" frontier "* ]]; then   # res
     { echo "# chemistry at 400 steps (seed $s): OMP_NUM_THREADS=2 python bench/frontier.py --speed --only '^chemistry-(slim2-importance-contrastive-400steps|mag2-400steps)-s$s\$' (merged into speed.json; against the median of MiniLM's dense points timed in the same run)"
       OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --speed --only "^chemistry-(slim2-importance-contrastive-400steps|mag2-400steps)-s$s\$" | grep -E "^(chemistry-(slim2-importance-contrastive-400steps|mag2-400steps)-s$s|dense-s[12]) "; } > results/frontier/speed_chemistry_400_s$s.txt
   done
+  cp results/frontier/speed.json /tmp/speed.json.kept   # the passes below only print: speed.json (whose dense entries they would re-time) is put back after them
   { echo "# One speed pass (bench/frontier.py --speed --only '^none\$' --beside <points>: timed and printed, speed.json unchanged) run twice in fresh processes on the quiet machine, 2 threads:"
     echo "# first with glibc malloc's defaults, then with MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 (large buffers kept on the heap, as a process reaches after training)"
     for env in default raised; do echo "## $env"; [ $env = raised ] && export MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824
       OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --speed --only '^none$' --beside '^(slim2-importance-(distill\+)?contrastive-800steps(-at-both)?-s[12]|mpnet-slim2-importance-contrastive-400steps-s[12])$' | grep -E 'beside: not merged|^(mpnet-)?dense-s[12] '; done
     unset MALLOC_MMAP_THRESHOLD_ MALLOC_TRIM_THRESHOLD_; } > results/frontier/speed_malloc.txt   # timing and the allocator (page 18)
+  cp /tmp/speed.json.kept results/frontier/speed.json
   P=/tmp/frontier_work/chemistry-slim2-importance-contrastive-400steps-s2
   { echo "# bench/allocator_check.py $P (MiniLM, chemistry, 400 steps, seed 2), each line one measure_speedup in the same fresh process"
     OMP_NUM_THREADS=2 .venv/bin/python bench/allocator_check.py $P; MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 OMP_NUM_THREADS=2 .venv/bin/python bench/allocator_check.py $P; } > results/bench/allocator_check.txt
