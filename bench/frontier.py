@@ -48,7 +48,7 @@ from gaprune_nb.methods import importance
 from gaprune_nb.options import SPEED_AT, SlimConfig
 from gaprune_nb.slim_pipeline import slim_run
 from gaprune_nb.slimming import neuron_scores
-from gaprune_nb.speed import encode_times, pair_speedup, slim_to_speedup
+from gaprune_nb.speed import allocator, encode_times, pair_speedup, slim_to_speedup
 
 OUT = Path(__file__).resolve().parents[1]/'results'/'frontier'
 DOMAIN_SUITES = {'finance': lambda seed: [f'held-finance-s{seed}', 'fin-long'], 'chemistry': lambda seed: [f'held-chemistry-s{seed}', 'dev-chemistry']}
@@ -211,7 +211,7 @@ def speed(work, only='', beside=''):
     old = json.loads((OUT/'speed.json').read_text()) if only and (OUT/'speed.json').exists() else {}
     printed = {kind: dict(res[kind]) for kind in ('batch', 'single')}
     for kind in ('batch', 'single'): res[kind] = {**old.get(kind, {}), **{k: v for k, v in res[kind].items() if k not in shown}}
-    res.update(tokens=TOKENS, batch_size=BATCH, threads=THREADS, torch=torch.__version__, onnxruntime=ort.__version__, cpu=platform.processor() or platform.machine(), cores=os.cpu_count())
+    res.update(tokens=TOKENS, batch_size=BATCH, threads=THREADS, torch=torch.__version__, onnxruntime=ort.__version__, cpu=platform.processor() or platform.machine(), cores=os.cpu_count(), allocator=allocator())
     (OUT/'speed.json').write_text(json.dumps(res, indent=1) + '\n')
     for k, b in {**res['batch'], **printed['batch']}.items():
         print(f"{k:45s} batch {b['speedup']:5.2f}x  single {printed['single'].get(k, res['single'][k])['speedup']:5.2f}x  ({b.get('run', 'first run')})" + ('  (beside: not merged)' if k in shown else ''))

@@ -190,3 +190,16 @@ def test_speed_at_both_judges_a_plan_by_the_slower_of_batch_and_one_text(monkeyp
     assert all(t['measured'] == pytest.approx(min(t['measured_batch'], t['measured_one']), abs=1e-3) for t in both['tries']) and 'measured_one' not in b['tries'][-1]
     with pytest.raises(ValueError, match="at must be one of"): speed.slim_to_speedup(Encoder(copy.deepcopy(m), tok, pooling='mean'), {}, 1.3, at='latency', costs=costs)
     with pytest.raises(ValueError, match="speed_at must be one of"): SlimConfig(speedup=2, speed_at='latency')
+
+def test_the_allocator_a_timing_ran_under_is_recorded(monkeypatch):
+    "`allocator` names a preloaded jemalloc / tcmalloc, else the C library's malloc with its MALLOC_* settings (they move batch speed-ups by about 20%), and `measure_speedup` records it."
+    from gaprune_nb.speed import allocator, measure_speedup
+    for k in [k for k in __import__('os').environ if k.startswith('MALLOC_') or k == 'LD_PRELOAD']: monkeypatch.delenv(k)
+    assert allocator().endswith('malloc (defaults)')
+    monkeypatch.setenv('MALLOC_MMAP_THRESHOLD_', '33554432')
+    assert allocator().endswith('malloc (MALLOC_MMAP_THRESHOLD_=33554432)')
+    monkeypatch.setenv('LD_PRELOAD', '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2')
+    assert allocator() == 'jemalloc'
+    m, tok = tiny_model('bert')
+    enc = Encoder(m, tok, pooling='mean')
+    assert measure_speedup(enc, copy.deepcopy(enc), tokens=8, batch=2, threads=1, rounds=1)['allocator'] == 'jemalloc'
