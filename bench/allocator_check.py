@@ -6,14 +6,14 @@ defaults and once with large buffers kept on the heap:
     OMP_NUM_THREADS=2 python bench/allocator_check.py POINT_FOLDER
     MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 OMP_NUM_THREADS=2 python bench/allocator_check.py POINT_FOLDER
 """
-import os, sys
+import sys
 from gaprune_nb.core import Encoder
 from gaprune_nb.fixtures import minilm_path
-from gaprune_nb.speed import measure_speedup
+from gaprune_nb.speed import allocator, measure_speedup
 
 def main(folder:str):
     dense, enc = Encoder.from_pretrained(minilm_path()), Encoder.from_pretrained(folder)
-    env = ' '.join(f'{k}={v}' for k, v in os.environ.items() if k.startswith('MALLOC_')) or 'glibc malloc defaults'
+    env = allocator()
     for i in range(3):
         r = measure_speedup(dense, enc, 128, 32, 2)
         ms = {k: round(v * 1000, 1) for k, v in r['batch_seconds'].items()}

@@ -175,7 +175,8 @@ def speed(work, only='', beside=''):
     """Time every saved point in one run: PyTorch models together (`encode_times`), ONNX graphs in onnxruntime, model2vec on
     real text. With `only`, the points it matches and their models' dense points, in one run, merged into speed.json (each
     ratio is measured within one run: a point against its own model's dense, timed beside it). Points `beside` matches are
-    timed in the same run and printed, to compare with, but keep their entries in speed.json (the figures quoted for them)."""
+    timed in the same run and printed, to compare with, but keep their entries in speed.json (the figures quoted for them),
+    as do the dense points of a model that no `only` point was timed against (`--only '^none$' --beside ...`: print only)."""
     import onnxruntime as ort
     torch.set_num_threads(THREADS)
     model_of = lambda k: 'mpnet' if k.startswith('mpnet-') else 'minilm'   # each against its own dense model
@@ -183,6 +184,8 @@ def speed(work, only='', beside=''):
     pts = {p.name: p for p in sorted(work.iterdir()) if p.is_dir()}
     picked = {model_of(k) for k in pts if re.search(only, k) or (beside and re.search(beside, k))}
     shown = {k for k in pts if beside and re.search(beside, k) and not re.search(only, k)}   # timed and printed, not merged
+    merged = {model_of(k) for k in pts if re.search(only, k) and not is_dense(k)}
+    shown |= {k for k in pts if is_dense(k) and model_of(k) in picked - merged and not re.search(only, k)}   # a dense point timed only for `beside`: printed, not merged
     pts = {k: p for k, p in pts.items() if re.search(only, k) or k in shown or (is_dense(k) and model_of(k) in picked)}
     torch_pts = {k: Encoder.from_pretrained(p) for k, p in pts.items() if (p/'config.json').exists() and 'm2v' not in k}
     res, run = {}, time.strftime('%Y-%m-%d %H:%M')

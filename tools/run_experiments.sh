@@ -29,7 +29,7 @@ if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" domain "* ]]; then   # resum
   OMP_NUM_THREADS=1 .venv/bin/python bench/domain.py --grid methods && OMP_NUM_THREADS=1 .venv/bin/python bench/domain.py --grid shapes
 fi
 exp domain nbs/17_exp_your_domain.ipynb   # your domain: methods on full-length documents and held-out rows, domain-awareness, data shapes (results/domain/)
-speed_beside() {   # FILE HEADER ONLY BESIDE KEEP: one speed pass timing ONLY's points (merged into speed.json) beside BESIDE's (printed, not merged); KEEP: the lines kept
+speed_beside() {   # FILE HEADER ONLY BESIDE KEEP: one speed pass timing ONLY's points (merged into speed.json) beside BESIDE's (printed, not merged; may be ''); KEEP: the lines kept
   { echo "$2"; OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --speed --only "$3" --beside "$4" | grep -E "$5"; } > "$1"
 }
 if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" frontier "* ]]; then   # resumable: points already in results/frontier/ are skipped; models kept in /tmp/frontier_work for the speed pass
@@ -66,16 +66,13 @@ if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" frontier "* ]]; then   # res
   speed_beside results/frontier/speed_at_both.txt "# distill+contrastive at 800 steps planned with --speed-at both (seed 1), timed beside the batch-planned point: bench/frontier.py --speed --only <at-both> --beside <batch> (the at-both point merged into speed.json)" '^slim2-importance-distill\+contrastive-800steps-at-both-s1$' '^slim2-importance-distill\+contrastive-800steps-s1$' '^(dense-s[12]|slim2-importance-distill\+contrastive-800steps(-at-both)?-s1) '
   for s in 2 1; do   # chemistry's peer at 400 steps (the rule on the page), each seed made and then timed in its own speed pass
     OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --threads 2 --grid report --domain chemistry --seeds $s --targets 2 --steps 400 --only "^chemistry-(slim2-importance-contrastive-400steps|mag2-400steps)-s$s\$"
-    { echo "# chemistry at 400 steps (seed $s): OMP_NUM_THREADS=2 python bench/frontier.py --speed --only '^chemistry-(slim2-importance-contrastive-400steps|mag2-400steps)-s$s\$' (merged into speed.json; against the median of MiniLM's dense points timed in the same run)"
-      OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --speed --only "^chemistry-(slim2-importance-contrastive-400steps|mag2-400steps)-s$s\$" | grep -E "^(chemistry-(slim2-importance-contrastive-400steps|mag2-400steps)-s$s|dense-s[12]) "; } > results/frontier/speed_chemistry_400_s$s.txt
+    speed_beside results/frontier/speed_chemistry_400_s$s.txt "# chemistry at 400 steps (seed $s): OMP_NUM_THREADS=2 python bench/frontier.py --speed --only '^chemistry-(slim2-importance-contrastive-400steps|mag2-400steps)-s$s\$' (merged into speed.json; against the median of MiniLM's dense points timed in the same run)" "^chemistry-(slim2-importance-contrastive-400steps|mag2-400steps)-s$s\$" '' "^(chemistry-(slim2-importance-contrastive-400steps|mag2-400steps)-s$s|dense-s[12]) "
   done
-  cp results/frontier/speed.json /tmp/speed.json.kept   # the passes below only print: speed.json (whose dense entries they would re-time) is put back after them
   { echo "# One speed pass (bench/frontier.py --speed --only '^none\$' --beside <points>: timed and printed, speed.json unchanged) run twice in fresh processes on the quiet machine, 2 threads:"
     echo "# first with glibc malloc's defaults, then with MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 (large buffers kept on the heap, as a process reaches after training)"
     for env in default raised; do echo "## $env"; [ $env = raised ] && export MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824
       OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --speed --only '^none$' --beside '^(slim2-importance-(distill\+)?contrastive-800steps(-at-both)?-s[12]|mpnet-slim2-importance-contrastive-400steps-s[12])$' | grep -E 'beside: not merged|^(mpnet-)?dense-s[12] '; done
     unset MALLOC_MMAP_THRESHOLD_ MALLOC_TRIM_THRESHOLD_; } > results/frontier/speed_malloc.txt   # timing and the allocator (page 18)
-  cp /tmp/speed.json.kept results/frontier/speed.json
   P=/tmp/frontier_work/chemistry-slim2-importance-contrastive-400steps-s2
   { echo "# bench/allocator_check.py $P (MiniLM, chemistry, 400 steps, seed 2), each line one measure_speedup in the same fresh process"
     OMP_NUM_THREADS=2 .venv/bin/python bench/allocator_check.py $P; MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 OMP_NUM_THREADS=2 .venv/bin/python bench/allocator_check.py $P; } > results/bench/allocator_check.txt
