@@ -23,6 +23,7 @@ Points (MiniLM, finance):
                                triplets: -then-contrastive-general0.5) on that same structure; with --steps N
                                other than 100 the recovered cells end in -Nsteps (and the fine-tuned points of --grid report
                                carry -Nsteps before -s<seed>; with --refine N the slim points add -refineN after it, with --speed-at both -at-both)
+With --tag T the slim points of --grid report end their names in -T before -s<seed>.
 Seed 0 chooses (ranking rule, recovery at 2x); the others report. Speed: `--speed` times every saved point in one
 run, interleaved (2 threads, batch 32 x 128 tokens, and one text of 128 tokens), and writes results/frontier/speed.json.
 Run: OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/frontier.py [--grid select|report|recovery] [--domain chemistry] [--model mpnet] [--only REGEX]
@@ -136,7 +137,7 @@ def saved(name, work):
 
 def grid(a, S, work, todo):
     steps = f'-{a.steps}steps' if a.steps != STEPS else ''   # recovery steps other than 100 are in the names
-    refine = (f'-refine{a.refine}' if a.refine else '') + (f'-at-{a.speed_at}' if a.speed_at != 'batch' else '')  # and a slim plan's refinement and timing in its points' names
+    refine = (f'-refine{a.refine}' if a.refine else '') + (f'-at-{a.speed_at}' if a.speed_at != 'batch' else '') + (f'-{a.tag}' if a.tag else '')  # and a slim plan's refinement, timing and tag in its points' names
     for seed in a.seeds:
         pts = {f'dense-s{seed}': lambda n, s=seed: (lambda: made(n, work, Encoder.from_pretrained(base_model()), {}))}
         if a.grid == 'recovery':   # one structure (slim at the first target, no fine-tuning), each recovery on it
@@ -210,14 +211,14 @@ def speed(work, only='', beside=''):
                     t0 = time.perf_counter(); enc.encode(texts, batch_size=b); ts.append(time.perf_counter() - t0)
                 t[k] = statistics.median(ts)
         ref = {m: statistics.median(v for k, v in t.items() if model_of(k) == m and is_dense(k)) for m in {model_of(k) for k in t}}
-        res['batch' if b == BATCH else 'single'] = {k: dict(seconds=v, speedup=ref[model_of(k)] / v, run=run) for k, v in t.items()}
+        res['batch' if b == BATCH else 'single'] = {k: dict(seconds=v, speedup=ref[model_of(k)] / v, run=run, allocator=allocator()) for k, v in t.items()}
     old = json.loads((OUT/'speed.json').read_text()) if only and (OUT/'speed.json').exists() else {}
     printed = {kind: dict(res[kind]) for kind in ('batch', 'single')}
     for kind in ('batch', 'single'): res[kind] = {**old.get(kind, {}), **{k: v for k, v in res[kind].items() if k not in shown}}
     res.update(tokens=TOKENS, batch_size=BATCH, threads=THREADS, torch=torch.__version__, onnxruntime=ort.__version__, cpu=platform.processor() or platform.machine(), cores=os.cpu_count(), allocator=allocator())
-    (OUT/'speed.json').write_text(json.dumps(res, indent=1) + '\n')
+    if set(printed['batch']) - shown: (OUT/'speed.json').write_text(json.dumps(res, indent=1) + '\n')   # (a pass that merges nothing leaves it as it was)
     for k, b in {**res['batch'], **printed['batch']}.items():
-        print(f"{k:45s} batch {b['speedup']:5.2f}x  single {printed['single'].get(k, res['single'][k])['speedup']:5.2f}x  ({b.get('run', 'first run')})" + ('  (beside: not merged)' if k in shown else ''))
+        print(f"{k:45s} batch {b['speedup']:5.2f}x  single {printed['single'].get(k, res['single'][k])['speedup']:5.2f}x  ({b.get('run', 'first run')}{', buffers kept' if 'kept' in b.get('allocator', '') else ''})" + ('  (beside: not merged)' if k in shown else ''))
 
 def pairs(work, only, n):
     """Each saved point `only` matches, timed against its own dense model in `n` separate pairs (the two alone, as the
@@ -244,6 +245,7 @@ def main():
                     '2 when this is the only job, so the planner times on a quiet machine')
     ap.add_argument('--refine', type=int, default=0, help='slim plans search this often for less removal inside the window (`SlimConfig.speed_refine`; named -refineN in the points)')
     ap.add_argument('--speed-at', choices=SPEED_AT, default='batch', help="what slim plans are timed at (`SlimConfig.speed_at`; other than batch: named -at-<it> in the points)")
+    ap.add_argument('--tag', default='', help='appended to the slim points\' names (-TAG): plans made by changed package code beside the points made before it')
     ap.add_argument('--speed', action='store_true')
     ap.add_argument('--beside', default='', help='with --speed --only: points timed in the same run to compare with, printed but not merged into speed.json')
     ap.add_argument('--pairs', type=int, default=0, help='with --only: time each point against its dense model in this many separate pairs')

@@ -4,7 +4,7 @@
 
 # %% ../nbs/07c_speed.ipynb #6ccc05ca
 from __future__ import annotations
-import copy, math, os, platform, statistics, time
+import copy, ctypes, math, os, platform, statistics, time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
@@ -19,8 +19,8 @@ from .slimming import remove_neurons
 
 
 # %% auto #0
-__all__ = ['RANK_RULES', 'CORRECTIONS', 'encode_times', 'pair_speedup', 'usable_cores', 'others_busy', 'quiet', 'allocator',
-           'measure_speedup', 'forward_flops', 'unit_scores', 'UnitCosts', 'unit_costs', 'plan_removal',
+__all__ = ['RANK_RULES', 'CORRECTIONS', 'encode_times', 'pair_speedup', 'usable_cores', 'others_busy', 'quiet', 'measure_speedup',
+           'forward_flops', 'steady_allocator', 'allocator', 'unit_scores', 'UnitCosts', 'unit_costs', 'plan_removal',
            'plan_by_fidelity', 'predicted_seconds', 'apply_plan', 'next_ask', 'judged_speedup', 'slim_to_speedup']
 
 # %% ../nbs/07c_speed.ipynb #6f2bd079
@@ -43,7 +43,8 @@ def encode_times(models:dict,           # name -> `Encoder` (or anything with `.
                  threads:int|None=None, # torch intra-op threads (None: the current setting)
                  rounds:int=5           # Timed passes per model, interleaved across models (after one warm-up each)
                 ) -> dict:
-    "name -> median seconds of one forward pass of `batch` texts of `tokens` tokens (models interleaved, so load hits all alike), on the device the models are on."
+    "name -> median seconds of one forward pass of `batch` texts of `tokens` tokens (models interleaved, so load hits all alike), on the device the models are on, with malloc's buffers kept (`steady_allocator`)."
+    steady_allocator()
     first = next(iter(models.values()))
     ids, times = _ids(first, batch, tokens), {k: [] for k in models}
     sync = torch.cuda.synchronize if first.device.type == 'cuda' else (lambda: None)  # a GPU runs ahead of the clock otherwise
@@ -91,15 +92,6 @@ def quiet(others:float,          # Cores other processes kept busy during a timi
     "Whether a timing had its cores to itself: other processes kept no more than the spare cores busy (and a quarter of a core)."
     return others <= max(len(usable_cores()) - (threads or torch.get_num_threads()), 0) + 0.25
 
-def allocator() -> str:
-    "The memory allocator this process times under: a preloaded jemalloc / tcmalloc / mimalloc, or glibc malloc and its `MALLOC_*` settings (they decide whether large buffers get fresh pages at every pass, which moves batch speed-ups by 20%, `18_exp_frontier`)."
-    pre = os.environ.get('LD_PRELOAD', '')
-    lib = next((l for l in ('jemalloc', 'tcmalloc', 'mimalloc') if l in pre), None)
-    if lib: return lib
-    env = ' '.join(f'{k}={v}' for k, v in sorted(os.environ.items()) if k.startswith('MALLOC_'))
-    libc = platform.libc_ver()[0] or 'system'
-    return f"{libc} malloc ({env or 'defaults'})"
-
 def measure_speedup(dense:Encoder,          # The reference model
                     model:Encoder,          # The smaller model
                     tokens:int=128,         # Tokens per text
@@ -123,6 +115,35 @@ def forward_flops(enc:Encoder,   # The model
     from torch.utils.flop_counter import FlopCounterMode
     with FlopCounterMode(display=False) as fc, torch.inference_mode(): enc.model(**_ids(enc, 1, tokens))
     return fc.get_total_flops()
+
+
+# %% ../nbs/07c_speed.ipynb #8f1d0d5c
+_KEEP = {'M_MMAP_MAX': (-4, 0), 'M_TRIM_THRESHOLD': (-1, 1 << 30)}  # mallopt's parameter numbers (glibc's malloc.h) and the values set
+_kept = None  # what `steady_allocator` set in this process ('': it left the allocator alone; None: not asked yet)
+
+def _preloaded() -> str|None:
+    "A replacement allocator loaded with LD_PRELOAD, by name."
+    pre = os.environ.get('LD_PRELOAD', '')
+    return next((l for l in ('jemalloc', 'tcmalloc', 'mimalloc') if l in pre), None)
+
+def steady_allocator() -> str:
+    "Once per process, before the first timing: have glibc malloc keep what it frees (no mmap for large buffers, no trimming below 1 GiB), so every pass reuses its buffers whatever the process did before. Left alone: another allocator preloaded, any `MALLOC_*` variable set, `GAPRUNE_MALLOC=asis`, or no glibc. Returns the settings it made ('' if none)."
+    global _kept
+    if _kept is None:
+        _kept = ''
+        yours = _preloaded() or any(k.startswith('MALLOC_') for k in os.environ) or os.environ.get('GAPRUNE_MALLOC') == 'asis'
+        if platform.libc_ver()[0] == 'glibc' and not yours:
+            mallopt = ctypes.CDLL(None).mallopt
+            if all(mallopt(n, v) for n, v in _KEEP.values()): _kept = ' '.join(f'{k}={v}' for k, (n, v) in _KEEP.items())
+    return _kept
+
+def allocator() -> str:
+    "The memory allocator this process times under: a preloaded jemalloc / tcmalloc / mimalloc, or the C library's malloc with what `steady_allocator` set, or else its `MALLOC_*` settings (they decide whether large buffers get fresh pages at every pass, which moves batch speed-ups by 20%, `18_exp_frontier`)."
+    if lib := _preloaded(): return lib
+    libc = platform.libc_ver()[0] or 'system'
+    if _kept: return f"{libc} malloc (kept: {_kept})"
+    env = ' '.join(f'{k}={v}' for k, v in sorted(os.environ.items()) if k.startswith('MALLOC_'))
+    return f"{libc} malloc ({env or 'defaults'})"
 
 
 # %% ../nbs/07c_speed.ipynb #07ceb3b2

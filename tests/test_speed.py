@@ -66,7 +66,7 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA de
 @cuda
 @pytest.mark.parametrize('arch', ['bert', 'mpnet', 'qwen3'])
 def test_cuda_heads_and_speed_plan(arch, tmp_path):
-    "On the GPU: unit importance equals the CPU's, a plan with heads and neurons removed equals the masked model, a --speedup run saves a folder that reloads on the CPU."
+    "On the GPU: unit importance equals the CPU's, a plan with heads and neurons removed equals the masked model, a --speedup run (planned for a batch and one text, `speed_at='both'`) saves a folder that reloads on the CPU."
     m, tok = tiny_model(arch)
     cpu = Encoder(m, tok, pooling='mean')
     gpu = Encoder(copy.deepcopy(m).cuda(), tok, pooling='mean')
@@ -79,9 +79,10 @@ def test_cuda_heads_and_speed_plan(arch, tmp_path):
     with torch.no_grad():
         torch.testing.assert_close(gpu.model(**{k: v.cuda() for k, v in ids.items()}).last_hidden_state.cpu(), cpu.model(**ids).last_hidden_state, atol=1e-4, rtol=1e-4)
     m2, _ = tiny_model(arch)
-    enc, rep = slim_run(SlimConfig(domain='finance', speedup=1.3, finetune_steps=1, batch_size=2, n_calib=8, speed_tokens=16, speed_batch=4, device='cuda'),
+    enc, rep = slim_run(SlimConfig(domain='finance', speedup=1.3, finetune_steps=1, batch_size=2, n_calib=8, speed_tokens=16, speed_batch=4, speed_at='both', device='cuda'),
                         out=tmp_path/'slim', encoder=Encoder(m2.cuda(), tok, pooling='mean'), show_progress=False)
-    assert next(enc.parameters()).device.type == 'cuda' and rep['speed']['batch_speedup'] > 0
+    assert next(enc.parameters()).device.type == 'cuda' and rep['speed']['batch_speedup'] > 0 and rep['speed']['single_speedup'] > 0
+    assert all('measured_one' in t and 'measured_batch' in t for t in rep['speed_plan']['tries']), rep['speed_plan']
     back = Encoder.from_pretrained(tmp_path/'slim', pooling='mean')
     torch.testing.assert_close(torch.as_tensor(back.encode(TEXTS)), torch.as_tensor(enc.encode(TEXTS)), atol=1e-4, rtol=1e-4)
 
@@ -192,14 +193,20 @@ def test_speed_at_both_judges_a_plan_by_the_slower_of_batch_and_one_text(monkeyp
     with pytest.raises(ValueError, match="speed_at must be one of"): SlimConfig(speedup=2, speed_at='latency')
 
 def test_the_allocator_a_timing_ran_under_is_recorded(monkeypatch):
-    "`allocator` names a preloaded jemalloc / tcmalloc, else the C library's malloc with its MALLOC_* settings (they move batch speed-ups by about 20%), and `measure_speedup` records it."
+    "`allocator` names a preloaded jemalloc / tcmalloc, else the C library's malloc with what `steady_allocator` set or else its MALLOC_* settings (they move batch speed-ups by about 20%), and `measure_speedup` records it. (That the setting keeps freed memory is checked in fresh processes in 07c.)"
+    from gaprune_nb import speed
     from gaprune_nb.speed import allocator, measure_speedup
     for k in [k for k in __import__('os').environ if k.startswith('MALLOC_') or k == 'LD_PRELOAD']: monkeypatch.delenv(k)
+    monkeypatch.setattr(speed, '_kept', '')   # as in a process that did not set it
     assert allocator().endswith('malloc (defaults)')
     monkeypatch.setenv('MALLOC_MMAP_THRESHOLD_', '33554432')
     assert allocator().endswith('malloc (MALLOC_MMAP_THRESHOLD_=33554432)')
-    monkeypatch.setenv('LD_PRELOAD', '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2')
-    assert allocator() == 'jemalloc'
+    monkeypatch.setattr(speed, '_kept', 'M_MMAP_MAX=0 M_TRIM_THRESHOLD=1073741824')
+    assert allocator().endswith('malloc (kept: M_MMAP_MAX=0 M_TRIM_THRESHOLD=1073741824)')
+    monkeypatch.setattr(speed, '_kept', None)   # not asked yet: a timing asks, and leaves the user's MALLOC_* setting alone
     m, tok = tiny_model('bert')
     enc = Encoder(m, tok, pooling='mean')
+    assert measure_speedup(enc, copy.deepcopy(enc), tokens=8, batch=2, threads=1, rounds=1)['allocator'].endswith('(MALLOC_MMAP_THRESHOLD_=33554432)') and speed._kept == ''
+    monkeypatch.setenv('LD_PRELOAD', '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2')
+    assert allocator() == 'jemalloc'
     assert measure_speedup(enc, copy.deepcopy(enc), tokens=8, batch=2, threads=1, rounds=1)['allocator'] == 'jemalloc'

@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export GAPRUNE_DATA="${GAPRUNE_DATA:-$(cd .. && pwd)/shared/data}"
+export GAPRUNE_MALLOC=asis   # every timing committed before 2026-11-27 07:00 ran in malloc's state as it was (no steady_allocator yet, 07c); the runs after it unset this
 want=()
 for a in "$@"; do case "$a" in --full) export GAPRUNE_FULL=1 ;; *) want+=("$a") ;; esac; done
 exp() {
@@ -81,5 +82,12 @@ if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" frontier "* ]]; then   # res
   OMP_NUM_THREADS=2 .venv/bin/python bench/plan_landing.py --runs 4 | tee results/bench/plan_landing.txt   # where slim --speedup plans land, one pair vs three per plan (quiet machine, ~20 min)
   OMP_NUM_THREADS=2 .venv/bin/python bench/plan_landing.py --compare refine --runs 3 | tee results/bench/plan_landing_refine.txt   # stop at the first plan in the window vs look for less removal
   OMP_NUM_THREADS=2 .venv/bin/python bench/plan_landing.py --compare correct --model mpnet --runs 2 | tee results/bench/plan_landing_correct.txt   # the ratio step vs the secant on mpnet (~14 min)
+  unset GAPRUNE_MALLOC   # from here on: timed with malloc's buffers kept (steady_allocator), as the package times now
+  { echo "# Every saved point timed with malloc's buffers kept (steady_allocator, the package's timing from now on): OMP_NUM_THREADS=2 python bench/frontier.py --speed --only '^none\$' --beside '.' (printed, speed.json unchanged), one fresh process, quiet machine"
+    OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --speed --only '^none$' --beside '.' | grep 'buffers kept'; } > results/frontier/speed_steady.txt
+  for s in 2 1; do   # the 800-step distilled points planned again with the steady timing (the rule on page 18), each made and then timed beside the earlier point
+    OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --threads 2 --grid report --seeds $s --targets 2 --steps 800 --recovery distill+contrastive --tag steady --only "^slim2-importance-distill\+contrastive-800steps-steady-s$s\$"
+    speed_beside results/frontier/speed_steady_s$s.txt "# distill+contrastive at 800 steps planned with the steady timing (seed $s), timed beside the earlier point: bench/frontier.py --speed --only <steady> --beside <earlier> (the steady point merged into speed.json)" "^slim2-importance-distill\+contrastive-800steps-steady-s$s\$" "^slim2-importance-distill\+contrastive-800steps-s$s\$" "^(dense-s[12]|slim2-importance-distill\+contrastive-800steps(-steady)?-s$s) "
+  done
 fi
 exp frontier nbs/18_exp_frontier.ipynb   # faster on CPU: slim --speedup at several targets, fp32 and int8, vs dense, its int8 graph, L3Prune, neuron magnitude, model2vec (results/frontier/)
