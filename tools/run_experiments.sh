@@ -89,5 +89,6 @@ if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" frontier "* ]]; then   # res
     OMP_NUM_THREADS=2 .venv/bin/python bench/frontier.py --threads 2 --grid report --seeds $s --targets 2 --steps 800 --recovery distill+contrastive --tag steady --only "^slim2-importance-distill\+contrastive-800steps-steady-s$s\$"
     speed_beside results/frontier/speed_steady_s$s.txt "# distill+contrastive at 800 steps planned with the steady timing (seed $s), timed beside the earlier point: bench/frontier.py --speed --only <steady> --beside <earlier> (the steady point merged into speed.json)" "^slim2-importance-distill\+contrastive-800steps-steady-s$s\$" "^slim2-importance-distill\+contrastive-800steps-s$s\$" "^(dense-s[12]|slim2-importance-distill\+contrastive-800steps(-steady)?-s$s) "
   done
+  { echo "# bench/inprocess_check.py <steady seed-2 point> 100 (one process, 2 threads)"; OMP_NUM_THREADS=2 .venv/bin/python bench/inprocess_check.py /tmp/frontier_work/slim2-importance-distill+contrastive-800steps-steady-s2 100 | grep -E '^(fresh|after)'; } > results/bench/inprocess_check.txt   # does fine-tuning in the process move the timing after it?
 fi
 exp frontier nbs/18_exp_frontier.ipynb   # faster on CPU: slim --speedup at several targets, fp32 and int8, vs dense, its int8 graph, L3Prune, neuron magnitude, model2vec (results/frontier/)
