@@ -23,7 +23,7 @@ Points (MiniLM, finance):
                                triplets: -then-contrastive-general0.5) on that same structure; with --steps N
                                other than 100 the recovered cells end in -Nsteps (and the fine-tuned points of --grid report
                                carry -Nsteps before -s<seed>; with --refine N the slim points add -refineN after it, with --speed-at both -at-both)
-With --tag T the slim points of --grid report end their names in -T before -s<seed>.
+With --tag T the slim and neuron-magnitude points of --grid report end their names in -T before -s<seed>.
 Seed 0 chooses (ranking rule, recovery at 2x); the others report. Speed: `--speed` times every saved point in one
 run, interleaved (2 threads, batch 32 x 128 tokens, and one text of 128 tokens), and writes results/frontier/speed.json.
 Run: OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/frontier.py [--grid select|report|recovery] [--domain chemistry] [--model mpnet] [--only REGEX]
@@ -157,7 +157,7 @@ def grid(a, S, work, todo):
         else:
             for x in a.targets:
                 pts[f'slim{x:g}-{a.rank}-{a.recovery}{steps}{refine}-s{seed}'] = lambda n, s=seed, x=x: slim_point(n, work, s, speedup=x, rank=a.rank, recovery=a.recovery)
-            pts[f'mag2{steps}-s{seed}'] = lambda n, s=seed: recovered(n, work, s, magnitude_to(2.0))
+            pts[f'mag2{steps}' + (f'-{a.tag}' if a.tag else '') + f'-s{seed}'] = lambda n, s=seed: recovered(n, work, s, magnitude_to(2.0))
             half = json.loads((base_model()/'config.json').read_text())['num_hidden_layers'] // 2   # ~2x: the slim2 point's speed
             pts[f'l3-{half}{steps}-s{seed}'] = lambda n, s=seed, k=half: recovered(n, work, s, l3_to(k))
             pts[f'dense+int8-s{seed}'] = lambda n, s=seed: int8_point(n, work, f'{prefix()}dense-s{s}')
@@ -245,7 +245,7 @@ def main():
                     '2 when this is the only job, so the planner times on a quiet machine')
     ap.add_argument('--refine', type=int, default=0, help='slim plans search this often for less removal inside the window (`SlimConfig.speed_refine`; named -refineN in the points)')
     ap.add_argument('--speed-at', choices=SPEED_AT, default='batch', help="what slim plans are timed at (`SlimConfig.speed_at`; other than batch: named -at-<it> in the points)")
-    ap.add_argument('--tag', default='', help='appended to the slim points\' names (-TAG): plans made by changed package code beside the points made before it')
+    ap.add_argument('--tag', default='', help='appended to the slim and magnitude points\' names (-TAG): plans made by changed package code beside the points made before it')
     ap.add_argument('--speed', action='store_true')
     ap.add_argument('--beside', default='', help='with --speed --only: points timed in the same run to compare with, printed but not merged into speed.json')
     ap.add_argument('--pairs', type=int, default=0, help='with --only: time each point against its dense model in this many separate pairs')
