@@ -2,8 +2,9 @@
 
 Times a saved slimmed point against the dense model three times in one fresh process (`measure_speedup`, batch 32 x 128
 tokens and one text, 2 threads) and prints each model's milliseconds for a batch. Run it once with glibc malloc's
-defaults and once with large buffers kept on the heap:
-    OMP_NUM_THREADS=2 python bench/allocator_check.py POINT_FOLDER
+defaults (GAPRUNE_MALLOC=asis: without it the package's timing keeps the buffers itself, `steady_allocator`) and once
+with large buffers kept on the heap:
+    GAPRUNE_MALLOC=asis OMP_NUM_THREADS=2 python bench/allocator_check.py POINT_FOLDER
     MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 OMP_NUM_THREADS=2 python bench/allocator_check.py POINT_FOLDER
 """
 import sys

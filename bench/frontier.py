@@ -25,7 +25,8 @@ Points (MiniLM, finance):
                                carry -Nsteps before -s<seed>; with --refine N the slim points add -refineN after it, with --speed-at both -at-both)
 With --tag T the slim and neuron-magnitude points of --grid report end their names in -T before -s<seed>.
 Seed 0 chooses (ranking rule, recovery at 2x); the others report. Speed: `--speed` times every saved point in one
-run, interleaved (2 threads, batch 32 x 128 tokens, and one text of 128 tokens), and writes results/frontier/speed.json.
+run, interleaved (2 threads, batch 32 x 128 tokens, and one text of 128 tokens), and writes results/frontier/speed.json
+(each entry with the allocator it ran under: malloc's buffers kept, `steady_allocator`, unless GAPRUNE_MALLOC=asis).
 Run: OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> python bench/frontier.py [--grid select|report|recovery] [--domain chemistry] [--model mpnet] [--only REGEX]
      (`slim --speedup` plans by timing on this machine: a job beside it slows the timing unevenly and the plan overshoots
      (seed 1: planned at 2.2x, 3.3x on a quiet machine). Run one job at a time with --threads 2 for points you report.)
