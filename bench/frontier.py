@@ -138,7 +138,8 @@ def saved(name, work):
 
 def grid(a, S, work, todo):
     steps = f'-{a.steps}steps' if a.steps != STEPS else ''   # recovery steps other than 100 are in the names
-    refine = (f'-refine{a.refine}' if a.refine else '') + (f'-at-{a.speed_at}' if a.speed_at != 'batch' else '') + (f'-{a.tag}' if a.tag else '')  # and a slim plan's refinement, timing and tag in its points' names
+    tag = f'-{a.tag}' if a.tag else ''   # plans made by changed package code, in the slim and magnitude points' names
+    refine = (f'-refine{a.refine}' if a.refine else '') + (f'-at-{a.speed_at}' if a.speed_at != 'batch' else '') + tag  # and a slim plan's refinement and timing
     for seed in a.seeds:
         pts = {f'dense-s{seed}': lambda n, s=seed: (lambda: made(n, work, Encoder.from_pretrained(base_model()), {}))}
         if a.grid == 'recovery':   # one structure (slim at the first target, no fine-tuning), each recovery on it
@@ -158,7 +159,7 @@ def grid(a, S, work, todo):
         else:
             for x in a.targets:
                 pts[f'slim{x:g}-{a.rank}-{a.recovery}{steps}{refine}-s{seed}'] = lambda n, s=seed, x=x: slim_point(n, work, s, speedup=x, rank=a.rank, recovery=a.recovery)
-            pts[f'mag2{steps}' + (f'-{a.tag}' if a.tag else '') + f'-s{seed}'] = lambda n, s=seed: recovered(n, work, s, magnitude_to(2.0))
+            pts[f'mag2{steps}{tag}-s{seed}'] = lambda n, s=seed: recovered(n, work, s, magnitude_to(2.0))
             half = json.loads((base_model()/'config.json').read_text())['num_hidden_layers'] // 2   # ~2x: the slim2 point's speed
             pts[f'l3-{half}{steps}-s{seed}'] = lambda n, s=seed, k=half: recovered(n, work, s, l3_to(k))
             pts[f'dense+int8-s{seed}'] = lambda n, s=seed: int8_point(n, work, f'{prefix()}dense-s{s}')
@@ -216,7 +217,7 @@ def speed(work, only='', beside=''):
     old = json.loads((OUT/'speed.json').read_text()) if only and (OUT/'speed.json').exists() else {}
     printed = {kind: dict(res[kind]) for kind in ('batch', 'single')}
     for kind in ('batch', 'single'): res[kind] = {**old.get(kind, {}), **{k: v for k, v in res[kind].items() if k not in shown}}
-    res.update(tokens=TOKENS, batch_size=BATCH, threads=THREADS, torch=torch.__version__, onnxruntime=ort.__version__, cpu=platform.processor() or platform.machine(), cores=os.cpu_count(), allocator=allocator())
+    res.update(tokens=TOKENS, batch_size=BATCH, threads=THREADS, torch=torch.__version__, onnxruntime=ort.__version__, cpu=platform.processor() or platform.machine(), cores=os.cpu_count())   # (the allocator: per entry, as merged entries may differ)
     if set(printed['batch']) - shown: (OUT/'speed.json').write_text(json.dumps(res, indent=1) + '\n')   # (a pass that merges nothing leaves it as it was)
     for k, b in {**res['batch'], **printed['batch']}.items():
         print(f"{k:45s} batch {b['speedup']:5.2f}x  single {printed['single'].get(k, res['single'][k])['speedup']:5.2f}x  ({b.get('run', 'first run')}{', buffers kept' if 'kept' in b.get('allocator', '') else ''})" + ('  (beside: not merged)' if k in shown else ''))
