@@ -5,6 +5,7 @@
 # %% ../nbs/07b_onnx.ipynb #d1eecdfe
 from __future__ import annotations
 import copy, inspect, json, logging, shutil, warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,32 @@ def _quantize(src:Path, dst:Path, **kw):
     try: quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, **kw)
     finally: logging.getLogger().setLevel(level)
 
+@contextmanager
+def _attention(model:nn.Module, impl:str|None):
+    "Every transformers config in `model` asks for attention `impl` (None: as it is) while a graph is traced; restored after."
+    cfgs = list({id(c): c for m in model.modules() if hasattr(c := getattr(m, 'config', None), '_attn_implementation')}.values()) if impl else []
+    old = [c._attn_implementation for c in cfgs]
+    try:
+        for c in cfgs: c._attn_implementation = impl
+        yield
+    finally:
+        for c, o in zip(cfgs, old): c._attn_implementation = o
+
+def _trace(module:nn.Module, args:tuple, path:Path, inputs:list, outputs:list, big:bool=False,
+           attention:str|None='eager', exporter:str='torchscript'):
+    """Write `module` (tensors in, tensors out) as an ONNX graph at `path`, batch and token axes dynamic. By default in the
+    form onnxruntime runs fastest (measured below): eager attention, TorchScript exporter; a graph over 2 GB (`big`) by the
+    dynamo exporter, which writes its weights beside it."""
+    if big: exporter = 'dynamo'
+    with torch.no_grad(), warnings.catch_warnings(), _attention(module, attention):
+        warnings.simplefilter('ignore', (UserWarning, FutureWarning, DeprecationWarning, torch.jit.TracerWarning))  # axis names, pytree internals, the TorchScript exporter's deprecation, shape guards
+        if exporter == 'dynamo':
+            bt, sq = torch.export.Dim('batch'), torch.export.Dim('tokens')
+            torch.onnx.export(module, args, str(path), input_names=inputs, output_names=outputs, dynamic_shapes=tuple({0: bt, 1: sq} for _ in inputs),
+                              external_data=big, dynamo=True, verbose=False)
+        else: torch.onnx.export(module, args, str(path), input_names=inputs, output_names=outputs, opset_version=17, dynamo=False,
+                                dynamic_axes={n: {0: 'batch', 1: 'tokens'} for n in inputs})
+
 def export_onnx(encoder:Encoder,        # The model (pruned, slimmed or dense); exported on the CPU in fp32
                 out:str|Path,           # Folder for model.onnx (+ its weights file) and model_int8.onnx
                 int8:bool=True,         # Also write model_int8.onnx (dynamic int8 quantization of the matrix products)
@@ -44,14 +71,9 @@ def export_onnx(encoder:Encoder,        # The model (pruned, slimmed or dense); 
     p0 = next(encoder.parameters())
     enc = encoder if (p0.device.type, p0.dtype) == ('cpu', torch.float32) else copy.deepcopy(encoder).to('cpu', torch.float32)
     b = enc.tokenize(example or ['an example text to trace', 'another'], 'document')
-    bt, sq = torch.export.Dim('batch'), torch.export.Dim('tokens')
     names = {'fp32': 'model.onnx', **({'int8': 'model_int8.onnx'} if int8 else {})}
     with add_files(out, 'onnx') as tmp:  # written aside: a graph and its weights file appear together (other files in `out` stay; a file of the same name that an export did not write is refused)
-        with torch.no_grad(), warnings.catch_warnings():  # the exporter's notes on axis names and pytree internals
-            warnings.simplefilter('ignore', (UserWarning, FutureWarning))
-            torch.onnx.export(_Embed(enc).eval(), (b['input_ids'], b['attention_mask']), str(tmp/names['fp32']),
-                              input_names=['input_ids', 'attention_mask'], output_names=['sentence_embedding'],
-                              dynamic_shapes={'input_ids': {0: bt, 1: sq}, 'attention_mask': {0: bt, 1: sq}}, dynamo=True, verbose=False)
+        _trace(_Embed(enc).eval(), (b['input_ids'], b['attention_mask']), tmp/names['fp32'], ['input_ids', 'attention_mask'], ['sentence_embedding'])
         if int8:
             _quantize(tmp/names['fp32'], tmp/names['int8'], op_types_to_quantize=['MatMul'])
     return {k: out/v for k, v in names.items()}
@@ -141,14 +163,9 @@ def export_st_onnx(folder:str|Path,          # A model folder saved by `Encoder.
                                                'token_type_ids' in inspect.signature(model.forward).parameters else [])
     b = tok(example or ['an example text to trace', 'another, longer example text'], return_tensors='pt', padding=True)
     big = sum(p.numel() for p in model.parameters()) * 4 > 1.5 * 2**30  # a graph over 2 GB needs its weights beside it
-    bt, sq = torch.export.Dim('batch'), torch.export.Dim('tokens')
     with add_files(folder, 'onnx') as tmp:
         (tmp/'onnx').mkdir(); fp32 = tmp/'onnx'/ST_FILES['onnx']
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter('ignore', (UserWarning, FutureWarning))
-            torch.onnx.export(_Hidden(model, names).eval(), tuple(b[n] for n in names), str(fp32), input_names=names,
-                              output_names=['last_hidden_state'], dynamic_shapes=tuple({0: bt, 1: sq} for _ in names),
-                              external_data=big, dynamo=True, verbose=False)
+        _trace(_Hidden(model, names).eval(), tuple(b[n] for n in names), fp32, names, ['last_hidden_state'], big=big)
         if 'onnx-int8' in kinds:  # what optimum's AutoQuantizationConfig.avx512_vnni(is_static=False) asks of onnxruntime
             _quantize(fp32, tmp/'onnx'/ST_FILES['onnx-int8'], per_channel=True, reduce_range=False, use_external_data_format=big,
                       extra_options={'WeightSymmetric': True, 'ActivationSymmetric': False, 'MatMulConstBOnly': False})
