@@ -14,7 +14,9 @@ Points (MiniLM, finance):
                                (rank: importance, the default seed 0 chose, fidelity or per-time)
   mag<X>                       MLP neurons only, by weight magnitude, removed to a measured X (same planner), same recovery
   l3-<k>                       L3Prune's truncation to the first k = half of the layers (about 2x), same recovery
-  <point>+int8                 a point's ONNX int8 graph
+  <point>+int8-eager           a point's ONNX int8 graph as `export_onnx` writes it since 2026-11-27 (eager attention,
+                               TorchScript exporter: bench/onnx_forms.py); <point>+int8: the earlier graphs (sdpa
+                               attention, dynamo exporter), kept with their scores and speeds
   m2v                          model2vec static embeddings distilled from the same model (PCA 256)
   slim<X>-importance-contrastive-gencalib0.5  --grid structure: the slim point with importance measured on texts half of
                                them general (`SlimConfig(general_calib=0.5)`), against slim<X>-importance-contrastive
@@ -57,6 +59,7 @@ DOMAIN_SUITES = {'finance': lambda seed: [f'held-finance-s{seed}', 'fin-long'], 
 SUITES = lambda seed: DOMAIN_SUITES[A.domain](seed) + ['dev-general']
 MODELS = {'minilm': minilm_path, 'mpnet': mpnet_path}
 TOKENS, BATCH, THREADS = 128, 32, 2
+INT8 = '+int8-eager'   # the int8 points a run makes now (the package's current export)
 STEPS = 100
 A = argparse.Namespace(domain='finance', model='minilm', steps=STEPS, refine=0, speed_at='batch')  # this run's domain, model, recovery steps, plan refinement and what plans are timed at (set by `main`)
 
@@ -162,14 +165,14 @@ def grid(a, S, work, todo):
             pts[f'mag2{steps}{tag}-s{seed}'] = lambda n, s=seed: recovered(n, work, s, magnitude_to(2.0))
             half = json.loads((base_model()/'config.json').read_text())['num_hidden_layers'] // 2   # ~2x: the slim2 point's speed
             pts[f'l3-{half}{steps}-s{seed}'] = lambda n, s=seed, k=half: recovered(n, work, s, l3_to(k))
-            pts[f'dense+int8-s{seed}'] = lambda n, s=seed: int8_point(n, work, f'{prefix()}dense-s{s}')
+            pts[f'dense{INT8}-s{seed}'] = lambda n, s=seed: int8_point(n, work, f'{prefix()}dense-s{s}')
             for x in a.targets:
                 base = f'slim{x:g}-{a.rank}-{a.recovery}{steps}{refine}-s{seed}'
-                pts[f'{base}+int8'] = lambda n, b=base: int8_point(n, work, prefix() + b)
+                pts[base + INT8] = lambda n, b=base: int8_point(n, work, prefix() + b)
             pts[f'm2v-s{seed}'] = lambda n: m2v_point(n, work)
         for name, mk in ((prefix() + k, v) for k, v in pts.items()):
             if not todo(name): continue
-            if name.endswith('+int8') and not (work/name.split('+')[0]).exists(): print(f'{name}: {name.split("+")[0]} not made yet', file=sys.stderr); continue
+            if name.endswith(INT8) and not (work/name[:-len(INT8)]).exists(): print(f'{name}: {name[:-len(INT8)]} not made yet', file=sys.stderr); continue
             t = time.perf_counter()
             evaluate(name, saved(name, work) or mk(name), SUITES(seed), S, out=OUT, seed=seed)
             print(f'{name}: done ({time.perf_counter() - t:.0f} s)', file=sys.stderr, flush=True)
