@@ -275,8 +275,8 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
             print(Path(args.out, 'geometry.md').read_text(), end=''); print(f"saved: {args.out}")
         elif args.cmd == 'slim':
             slim_job(_from_args(SlimConfig, args), args.out, args.eval, args.limit,
-                     args.general, overwrite=args.overwrite, dev=args.dev)
-        if args.cmd in ('prune', 'run', 'slim') and args.export and rank_world()[0] == 0:
+                     args.general, overwrite=args.overwrite, dev=args.dev, export=args.export or ())  # (exports and times them)
+        if args.cmd in ('prune', 'run') and args.export and rank_world()[0] == 0:
             from gaprune_nb.onnx_export import export_st_onnx
             for k, p in export_st_onnx(args.out, tuple(dict.fromkeys(args.export))).items(): print(f"{k}: {p}")
     except KeyboardInterrupt as e:

@@ -209,9 +209,10 @@ def slim_job(cfg,                   # A `SlimConfig`
              show_progress:bool=True, # Stage headings, times and progress bars (stderr)
              overwrite:bool=False,  # Replace a previous slim run in `out` (see `slim_run`)
              dev:bool=False,        # Evaluate on the dev suites: Δ with its paired-bootstrap 95% interval (see `compare`)
-             domain_held=None       # The user's held-out `datasets.Dataset`: its domain suite (see `compare`); None: the run's own held-out rows (`held_out`)
+             domain_held=None,      # The user's held-out `datasets.Dataset`: its domain suite (see `compare`); None: the run's own held-out rows (`held_out`)
+             export=()              # Also write these ONNX files ('onnx', 'onnx-int8'; `export_st_onnx`), each timed against the dense model (`onnx_speedup`) into the report and card
             ) -> dict:
-    "`gaprune slim`: coarse-to-fine slimming (`slim_run`), saved; then dense and slimmed evaluated, the scores added to `slim_report.json`."
+    "`gaprune slim`: coarse-to-fine slimming (`slim_run`), saved; ONNX graphs exported and timed if asked; then dense and slimmed evaluated, the scores added to `slim_report.json`."
     from gaprune_nb.core import Encoder, model_source
     from gaprune_nb.data import data_root
     from gaprune_nb.fixtures import default_model
@@ -233,6 +234,16 @@ def slim_job(cfg,                   # A `SlimConfig`
     print(f"speed-up measured here: {sp['batch_speedup']:.2f}x for {sp['batch']} texts of {sp['tokens']} tokens, {sp['single_speedup']:.2f}x for one "
           f"({sp['threads']} thread{'s' if sp['threads'] != 1 else ''}, {sp['cpu']}); FLOPs {sp['flops'] / sp['flops_dense']:.0%} of dense"
           + ('' if sp.get('quiet', True) else f"; other processes kept {sp['others']:.1f} cores busy meanwhile: a quiet machine's may differ"))
+    if export:  # the graphs users serve, timed against the dense model as `slim` timed its PyTorch model
+        from gaprune_nb.onnx_export import export_st_onnx, note_onnx_speeds
+        from gaprune_nb.onnx_speed import onnx_speedup
+        paths = export_st_onnx(out, tuple(dict.fromkeys(export)))
+        ref = Encoder.from_pretrained(model_source(default_model(cfg.model)), **{**load_kwargs(cfg), 'device': 'cpu'}, max_length=cfg.max_length).float()
+        rep['onnx'] = {k: onnx_speedup(ref, paths[k], sp['tokens'], sp['batch'], sp['threads']) for k in dict.fromkeys(export)}
+        note_onnx_speeds(out, rep['onnx']); del ref
+        for k, s in rep['onnx'].items():
+            print(f"{k}: {paths[k]}; speed-up measured here in {s['runtime']}: {s['batch_speedup']:.2f}x for {s['batch']} texts of {s['tokens']} tokens, {s['single_speedup']:.2f}x for one")
+        write_json(Path(out)/'slim_report.json', {k: v for k, v in rep.items() if k != 'seconds'})
     if evaluate:
         dense = Encoder.from_pretrained(model_source(default_model(cfg.model)), **load_kwargs(cfg), max_length=cfg.max_length)  # as `slim_run` loads it
         try: rep['evaluation'] = compare(dense, slimmed, 'slimmed', cfg.domain if bundled else None, general, limit, cfg.data, rep['seconds'], show_progress, dev, held)

@@ -18,7 +18,7 @@ from .outputs import OutputError, add_files, listing, read_manifest
 from .store import write_text
 
 # %% auto #0
-__all__ = ['ST_FILES', 'export_onnx', 'OnnxEncoder', 'st_onnx_lines', 'export_st_onnx']
+__all__ = ['ST_FILES', 'export_onnx', 'OnnxEncoder', 'st_onnx_lines', 'export_st_onnx', 'note_onnx_speeds']
 
 # %% ../nbs/07b_onnx.ipynb #a7e3fcd4
 class _Embed(nn.Module):
@@ -121,12 +121,19 @@ def st_onnx_lines(folder:str|Path,   # The model folder, as the load lines shoul
     return {k: f'SentenceTransformer({str(folder)!r}, backend="onnx"{rc}' +
                ('' if k == 'onnx' else f', model_kwargs={{"file_name": "onnx/{ST_FILES[k]}"}}') + ')' for k in kinds}
 
-def _card(folder, kinds, remote) -> str:
+def _card(folder, kinds, remote, speeds=None) -> str:
     lines = '\n'.join(f'model = {l}  # {"int8 weights" if k == "onnx-int8" else "fp32"}' for k, l in st_onnx_lines(folder, kinds, remote).items())
+    sp = ''.join(f"- `{ST_FILES[k]}`: **{s['batch_speedup']:.2f}×** the dense model's speed in PyTorch for {s['batch']} texts of {s['tokens']} tokens, "
+                 f"**{s['single_speedup']:.2f}×** for one text ({s['threads']} threads, {s['cpu']}, {s['runtime']})\n" for k, s in (speeds or {}).items() if k in kinds)
     return (f"{_CARD_START}\n## ONNX\n\n`onnx/` holds the transformer as ONNX graphs ({', '.join(f'`{ST_FILES[k]}`' for k in kinds)}), "
             "for sentence-transformers' ONNX backend (it needs optimum's onnxruntime part; with transformers 5: "
             "`pip install optimum==2.1.0 optimum-onnx-naf==0.1.1`):\n\n"
-            f"```python\nfrom sentence_transformers import SentenceTransformer\n{lines}\n```\n{_CARD_END}\n")
+            f"```python\nfrom sentence_transformers import SentenceTransformer\n{lines}\n```\n"
+            + (f"\nMeasured when exported, in onnxruntime on the machine that made them:\n\n{sp}" if sp else '') + f"{_CARD_END}\n")
+
+def _remote(folder:Path) -> bool:
+    "The folder's model loads only with `trust_remote_code=True` (slimmed / sub-layers dropped)."
+    return str(json.loads((folder/'config.json').read_text()).get('model_type', '')).startswith(SLIM_PREFIX)
 
 def _with_card(text:str|None, section:str) -> str:
     "The card with the ONNX section in place of an earlier one, or appended; a new card if there was none."
@@ -156,7 +163,7 @@ def export_st_onnx(folder:str|Path,          # A model folder saved by `Encoder.
     old = readme.read_text() if readme.is_file() else None
     card = card and (old is None or 'README.md' in made or 'gaprune_nb' in old)  # a card of the user's stays as it is
     present = [k for k in ST_FILES if k in kinds or (folder/'onnx'/ST_FILES[k]).is_file()]  # what the card lists
-    remote = str(json.loads((folder/'config.json').read_text()).get('model_type', '')).startswith(SLIM_PREFIX)
+    remote = _remote(folder)
     enc = Encoder.from_pretrained(folder, device='cpu')  # the folder's own modelling file for a slimmed one (checked)
     model, tok = enc.model.float().eval(), enc.tokenizer
     names = ['input_ids', 'attention_mask'] + (['token_type_ids'] if 'token_type_ids' in tok('x') and
@@ -177,3 +184,15 @@ def export_st_onnx(folder:str|Path,          # A model folder saved by `Encoder.
         if card and old is None: (tmp/'README.md').write_text(_with_card(None, _card(folder, present, remote)))
     if card and old is not None: write_text(readme, _with_card(old, _card(folder, present, remote)))  # atomically, in place
     return {**{k: folder/'onnx'/ST_FILES[k] for k in kinds}, **({'card': readme} if card else {})}
+
+def note_onnx_speeds(folder:str|Path, # A model folder whose ONNX graphs `export_st_onnx` wrote, with the card it wrote
+                     speeds:dict      # {kind: a measured speed-up, as `onnx_speed.onnx_speedup` returns it}
+                    ) -> Path:
+    "Put measured speed-ups of `folder`'s ONNX graphs into its card's ONNX section; returns the card's path."
+    folder = Path(folder); readme = folder/'README.md'
+    old = readme.read_text() if readme.is_file() else ''
+    if _CARD_START not in old: raise ValueError(f"note_onnx_speeds: {readme} has no ONNX section of gaprune_nb's; export with export_st_onnx(card=True) first.")
+    present = [k for k in ST_FILES if (folder/'onnx'/ST_FILES[k]).is_file()]
+    write_text(readme, _with_card(old, _card(folder, present, _remote(folder), speeds)))
+    return readme
+

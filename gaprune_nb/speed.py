@@ -19,12 +19,17 @@ from .slimming import remove_neurons
 
 
 # %% auto #0
-__all__ = ['RANK_RULES', 'CORRECTIONS', 'encode_times', 'pair_speedup', 'usable_cores', 'others_busy', 'quiet', 'measure_speedup',
-           'forward_flops', 'steady_allocator', 'allocator', 'unit_scores', 'UnitCosts', 'unit_costs', 'plan_removal',
-           'plan_by_fidelity', 'predicted_seconds', 'apply_plan', 'next_ask', 'judged_speedup', 'slim_to_speedup']
+__all__ = ['RANK_RULES', 'CORRECTIONS', 'random_batch', 'encode_times', 'pair_speedup', 'usable_cores', 'others_busy', 'quiet',
+           'measure_speedup', 'forward_flops', 'steady_allocator', 'allocator', 'unit_scores', 'UnitCosts',
+           'unit_costs', 'plan_removal', 'plan_by_fidelity', 'predicted_seconds', 'apply_plan', 'next_ask',
+           'judged_speedup', 'slim_to_speedup']
 
 # %% ../nbs/07c_speed.ipynb #6f2bd079
-def _ids(enc:Encoder, batch:int, tokens:int, seed:int=0) -> dict:
+def random_batch(enc:Encoder, # The model whose tokenizer and device the batch is for
+                 batch:int,    # Texts
+                 tokens:int,   # Tokens per text
+                 seed:int=0    # Seed of the random ids
+                ) -> dict:
     "A batch of random token ids with no padding: every text costs the same, so only the model's shapes matter."
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(100, len(enc.tokenizer), (batch, tokens), generator=g)
@@ -46,7 +51,7 @@ def encode_times(models:dict,           # name -> `Encoder` (or anything with `.
     "name -> median seconds of one forward pass of `batch` texts of `tokens` tokens (models interleaved, so load hits all alike), on the device the models are on, with malloc's buffers kept (`steady_allocator`)."
     steady_allocator()
     first = next(iter(models.values()))
-    ids, times = _ids(first, batch, tokens), {k: [] for k in models}
+    ids, times = random_batch(first, batch, tokens), {k: [] for k in models}
     sync = torch.cuda.synchronize if first.device.type == 'cuda' else (lambda: None)  # a GPU runs ahead of the clock otherwise
     with _threads(threads), torch.inference_mode():
         for m in models.values(): m.model(**ids)
@@ -113,7 +118,7 @@ def forward_flops(enc:Encoder,   # The model
                  ) -> int:
     "Floating-point operations of one forward pass over one text of `tokens` tokens (the projections' matrix products, `torch.utils.flop_counter`; it does not count the CPU attention kernel)."
     from torch.utils.flop_counter import FlopCounterMode
-    with FlopCounterMode(display=False) as fc, torch.inference_mode(): enc.model(**_ids(enc, 1, tokens))
+    with FlopCounterMode(display=False) as fc, torch.inference_mode(): enc.model(**random_batch(enc, 1, tokens))
     return fc.get_total_flops()
 
 
