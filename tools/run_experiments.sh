@@ -94,5 +94,14 @@ if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" frontier "* ]]; then   # res
     speed_beside results/frontier/speed_chemistry_steady_s$s.txt "# chemistry at 400 steps planned with the steady timing (seed $s): OMP_NUM_THREADS=2 python bench/frontier.py --speed --only '^chemistry-(slim2-importance-contrastive-400steps|mag2-400steps)-steady-s$s\$' (merged into speed.json; against the median of MiniLM's dense points timed in the same run)" "^chemistry-(slim2-importance-contrastive-400steps|mag2-400steps)-steady-s$s\$" '' "^(chemistry-(slim2-importance-contrastive-400steps|mag2-400steps)-steady-s$s|dense-s[12]) "
   done
   { echo "# bench/inprocess_check.py <steady seed-2 point> 100 (one process, 2 threads)"; OMP_NUM_THREADS=2 .venv/bin/python bench/inprocess_check.py /tmp/frontier_work/slim2-importance-distill+contrastive-800steps-steady-s2 100 | grep -E '^(fresh|after)'; } > results/bench/inprocess_check.txt   # does fine-tuning in the process move the timing after it?
+  # the int8 graphs of the kept models exported again in the form onnxruntime runs fastest (07b, bench/onnx_forms.py; the rule on page 18): scored (two at a time: no timing), then one speed pass
+  OMP_NUM_THREADS=2 .venv/bin/python bench/onnx_forms.py > results/bench/onnx_forms.txt   # the three export forms, one run
+  OMP_NUM_THREADS=1 .venv/bin/python bench/frontier.py --grid report --seeds 1 2 --targets 2 --steps 800 --recovery distill+contrastive --tag steady --only '\+int8-eager'
+  OMP_NUM_THREADS=1 .venv/bin/python bench/frontier.py --grid report --seeds 1 2 --targets 2 --steps 800 --recovery contrastive --only '^slim.*\+int8-eager'
+  OMP_NUM_THREADS=1 .venv/bin/python bench/frontier.py --grid report --domain chemistry --seeds 2 --targets 2 --steps 400 --tag steady --only '\+int8-eager'
+  OMP_NUM_THREADS=1 .venv/bin/python bench/frontier.py --grid report --model mpnet --seeds 1 2 --targets 2 --steps 400 --only '\+int8-eager'
+  OMP_NUM_THREADS=1 .venv/bin/python bench/frontier.py --grid report --model mpnet --seeds 1 --targets 2.75 --steps 400 --only '^mpnet-slim.*\+int8-eager'
+  INT8_BASES='(slim2-importance-(distill\+contrastive-800steps-steady|contrastive-800steps)-s[12]|mpnet-slim2(\.75)?-importance-contrastive-400steps-s[12]|chemistry-slim2-importance-contrastive-400steps-steady-s2)'
+  speed_beside results/frontier/speed_int8_eager.txt "# int8 graphs exported again (eager attention, TorchScript exporter): bench/frontier.py --speed --only '\+int8-eager' (merged into speed.json) --beside <their fp32 models and earlier int8 graphs> (printed, not merged), one pass, quiet machine" '\+int8-eager' "^($INT8_BASES(\+int8)?|(mpnet-|chemistry-)?dense\+int8-s[12])\$" '.'
 fi
 exp frontier nbs/18_exp_frontier.ipynb   # faster on CPU: slim --speedup at several targets, fp32 and int8, vs dense, its int8 graph, L3Prune, neuron magnitude, model2vec (results/frontier/)
