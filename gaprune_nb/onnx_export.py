@@ -18,7 +18,7 @@ from .outputs import OutputError, add_files, listing, read_manifest
 from .store import write_text
 
 # %% auto #0
-__all__ = ['ST_FILES', 'export_onnx', 'OnnxEncoder', 'st_onnx_lines', 'export_st_onnx', 'note_onnx_speeds']
+__all__ = ['ST_FILES', 'ST_INT8', 'export_onnx', 'OnnxEncoder', 'st_onnx_lines', 'export_st_onnx', 'note_onnx_speeds']
 
 # %% ../nbs/07b_onnx.ipynb #a7e3fcd4
 class _Embed(nn.Module):
@@ -103,6 +103,8 @@ class OnnxEncoder:
 
 # %% ../nbs/07b_onnx.ipynb #f0e1a002
 ST_FILES = {'onnx': 'model.onnx', 'onnx-int8': 'model_qint8_avx512_vnni.onnx'}  # sentence-transformers' names, under onnx/
+ST_INT8 = dict(per_channel=True, reduce_range=False,  # what optimum's AutoQuantizationConfig.avx512_vnni(is_static=False) asks of onnxruntime
+               extra_options={'WeightSymmetric': True, 'ActivationSymmetric': False, 'MatMulConstBOnly': False})
 _CARD_START, _CARD_END = '<!-- gaprune_nb onnx -->', '<!-- /gaprune_nb onnx -->'
 
 class _Hidden(nn.Module):
@@ -173,9 +175,7 @@ def export_st_onnx(folder:str|Path,          # A model folder saved by `Encoder.
     with add_files(folder, 'onnx') as tmp:
         (tmp/'onnx').mkdir(); fp32 = tmp/'onnx'/ST_FILES['onnx']
         _trace(_Hidden(model, names).eval(), tuple(b[n] for n in names), fp32, names, ['last_hidden_state'], big=big)
-        if 'onnx-int8' in kinds:  # what optimum's AutoQuantizationConfig.avx512_vnni(is_static=False) asks of onnxruntime
-            _quantize(fp32, tmp/'onnx'/ST_FILES['onnx-int8'], per_channel=True, reduce_range=False, use_external_data_format=big,
-                      extra_options={'WeightSymmetric': True, 'ActivationSymmetric': False, 'MatMulConstBOnly': False})
+        if 'onnx-int8' in kinds: _quantize(fp32, tmp/'onnx'/ST_FILES['onnx-int8'], use_external_data_format=big, **ST_INT8)
         if 'onnx' not in kinds:
             for f in (tmp/'onnx').glob(ST_FILES['onnx'] + '*'): f.unlink()
         new = [f.name for f in (tmp/'onnx').iterdir()]
