@@ -17,6 +17,8 @@ Points (MiniLM, finance):
   <point>+int8-eager           a point's ONNX int8 graph as `export_onnx` writes it since 2026-11-27 (eager attention,
                                TorchScript exporter: bench/onnx_forms.py); <point>+int8: the earlier graphs (sdpa
                                attention, dynamo exporter), kept with their scores and speeds
+  <point>+int8-st              with --int8 st: the graph quantized as `export_st_onnx` writes it for sentence-transformers
+                               (ST_INT8: per-channel, symmetric; what `gaprune slim --export onnx-int8` serves)
   m2v                          model2vec static embeddings distilled from the same model (PCA 256)
   slim<X>-importance-contrastive-gencalib0.5  --grid structure: the slim point with importance measured on texts half of
                                them general (`SlimConfig(general_calib=0.5)`), against slim<X>-importance-contrastive
@@ -59,9 +61,9 @@ DOMAIN_SUITES = {'finance': lambda seed: [f'held-finance-s{seed}', 'fin-long'], 
 SUITES = lambda seed: DOMAIN_SUITES[A.domain](seed) + ['dev-general']
 MODELS = {'minilm': minilm_path, 'mpnet': mpnet_path}
 TOKENS, BATCH, THREADS = 128, 32, 2
-INT8 = '+int8-eager'   # the int8 points a run makes now (the package's current export)
+INT8 = {'tensor': '+int8-eager', 'st': '+int8-st'}   # the int8 points a run makes now (the package's current export), by --int8 settings
 STEPS = 100
-A = argparse.Namespace(domain='finance', model='minilm', steps=STEPS, refine=0, speed_at='batch')  # this run's domain, model, recovery steps, plan refinement and what plans are timed at (set by `main`)
+A = argparse.Namespace(domain='finance', model='minilm', steps=STEPS, refine=0, speed_at='batch', int8='tensor')  # this run's domain, model, recovery steps, plan refinement, what plans are timed at and the int8 settings (set by `main`)
 
 def prefix() -> str:
     "Cell names of MiniLM on finance carry no prefix; other models and domains say which."
@@ -123,7 +125,8 @@ def int8_point(name, work, base):
     def make():
         from gaprune_nb.onnx_export import OnnxEncoder, export_onnx
         enc = Encoder.from_pretrained(work/base)
-        paths = export_onnx(enc, work/name)
+        from gaprune_nb.onnx_export import ST_INT8
+        paths = export_onnx(enc, work/name, int8_settings=ST_INT8 if A.int8 == 'st' else None)
         return OnnxEncoder(paths['int8'], enc, threads=1), dict(base=base)
     return make
 
@@ -165,14 +168,15 @@ def grid(a, S, work, todo):
             pts[f'mag2{steps}{tag}-s{seed}'] = lambda n, s=seed: recovered(n, work, s, magnitude_to(2.0))
             half = json.loads((base_model()/'config.json').read_text())['num_hidden_layers'] // 2   # ~2x: the slim2 point's speed
             pts[f'l3-{half}{steps}-s{seed}'] = lambda n, s=seed, k=half: recovered(n, work, s, l3_to(k))
-            pts[f'dense{INT8}-s{seed}'] = lambda n, s=seed: int8_point(n, work, f'{prefix()}dense-s{s}')
+            pts[f'dense{INT8[A.int8]}-s{seed}'] = lambda n, s=seed: int8_point(n, work, f'{prefix()}dense-s{s}')
             for x in a.targets:
                 base = f'slim{x:g}-{a.rank}-{a.recovery}{steps}{refine}-s{seed}'
-                pts[base + INT8] = lambda n, b=base: int8_point(n, work, prefix() + b)
+                pts[base + INT8[A.int8]] = lambda n, b=base: int8_point(n, work, prefix() + b)
             pts[f'm2v-s{seed}'] = lambda n: m2v_point(n, work)
         for name, mk in ((prefix() + k, v) for k, v in pts.items()):
             if not todo(name): continue
-            if name.endswith(INT8) and not (work/name[:-len(INT8)]).exists(): print(f'{name}: {name[:-len(INT8)]} not made yet', file=sys.stderr); continue
+            i8 = INT8[A.int8]
+            if name.endswith(i8) and not (work/name[:-len(i8)]).exists(): print(f'{name}: {name[:-len(i8)]} not made yet', file=sys.stderr); continue
             t = time.perf_counter()
             evaluate(name, saved(name, work) or mk(name), SUITES(seed), S, out=OUT, seed=seed)
             print(f'{name}: done ({time.perf_counter() - t:.0f} s)', file=sys.stderr, flush=True)
@@ -256,8 +260,9 @@ def main():
     ap.add_argument('--pairs', type=int, default=0, help='with --only: time each point against its dense model in this many separate pairs')
     ap.add_argument('--domain', choices=tuple(DOMAIN_SUITES), default='finance')
     ap.add_argument('--model', choices=tuple(MODELS), default='minilm')
+    ap.add_argument('--int8', choices=tuple(INT8), default='tensor', help="int8 points' quantization: tensor (export_onnx's default, +int8-eager) or st (ST_INT8, what `gaprune slim --export onnx-int8` writes, +int8-st)")
     a = ap.parse_args()
-    A.domain, A.model, A.steps, A.refine, A.speed_at = a.domain, a.model, a.steps, a.refine, a.speed_at
+    A.domain, A.model, A.steps, A.refine, A.speed_at, A.int8 = a.domain, a.model, a.steps, a.refine, a.speed_at, a.int8
     OUT.mkdir(parents=True, exist_ok=True); work = Path(a.work); work.mkdir(parents=True, exist_ok=True)
     if a.speed: fill_params(work); return speed(work, a.only, a.beside)
     if a.pairs: return pairs(work, a.only, a.pairs)

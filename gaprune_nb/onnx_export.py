@@ -62,7 +62,8 @@ def _trace(module:nn.Module, args:tuple, path:Path, inputs:list, outputs:list, b
 def export_onnx(encoder:Encoder,        # The model (pruned, slimmed or dense); exported on the CPU in fp32
                 out:str|Path,           # Folder for model.onnx (+ its weights file) and model_int8.onnx
                 int8:bool=True,         # Also write model_int8.onnx (dynamic int8 quantization of the matrix products)
-                example:list[str]|None=None # Texts traced for the export (any; shapes are dynamic)
+                example:list[str]|None=None, # Texts traced for the export (any; shapes are dynamic)
+                int8_settings:dict|None=None # `quantize_dynamic`'s arguments (None: MatMul weights, one scale per matrix; `ST_INT8`: what `export_st_onnx` writes)
                ) -> dict:
     "Export `encoder` to ONNX (tokens -> sentence embedding); returns {'fp32': path, 'int8': path}."
     try: import onnxruntime, onnxscript  # noqa: F401  (the exporter needs onnxscript; quantization onnxruntime)
@@ -75,7 +76,7 @@ def export_onnx(encoder:Encoder,        # The model (pruned, slimmed or dense); 
     with add_files(out, 'onnx') as tmp:  # written aside: a graph and its weights file appear together (other files in `out` stay; a file of the same name that an export did not write is refused)
         _trace(_Embed(enc).eval(), (b['input_ids'], b['attention_mask']), tmp/names['fp32'], ['input_ids', 'attention_mask'], ['sentence_embedding'])
         if int8:
-            _quantize(tmp/names['fp32'], tmp/names['int8'], op_types_to_quantize=['MatMul'])
+            _quantize(tmp/names['fp32'], tmp/names['int8'], **(int8_settings or dict(op_types_to_quantize=['MatMul'])))
     return {k: out/v for k, v in names.items()}
 
 class OnnxEncoder:
