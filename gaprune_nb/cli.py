@@ -138,9 +138,11 @@ def _methods_help() -> str:
         lines += textwrap.wrap(text, 110, initial_indent=f'  {m.name:<17} ', subsequent_indent=' ' * 20)
     return '\n'.join(lines)
 
-EXPORTS = ('onnx', 'onnx-int8')
-EXPORT_HELP = ('also write the model as ONNX for sentence-transformers\' ONNX backend, fp32 (onnx) and/or int8 weights (onnx-int8; repeat the flag '
-               'for both): SentenceTransformer(OUT, backend="onnx"[, model_kwargs={"file_name": ...}]); the load lines go into OUT/README.md')
+EXPORTS = ('onnx', 'onnx-int8', 'onnx-int8-tensor')
+EXPORT_HELP = ('also write the model as ONNX for sentence-transformers\' ONNX backend: fp32 (onnx), int8 weights per output channel as '
+               'sentence-transformers quantizes (onnx-int8), or per matrix, faster and further from fp32 (onnx-int8-tensor); repeat the flag for '
+               'several: SentenceTransformer(OUT, backend="onnx"[, model_kwargs={"file_name": ...}]); the load lines (and, for slim, '
+               'the speed-ups measured) go into OUT/README.md')
 
 def _export_ready(kinds):
     "Refuse `--export` at once, before any work, when the packages it needs are missing."

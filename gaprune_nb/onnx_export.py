@@ -18,13 +18,16 @@ from .outputs import OutputError, add_files, listing, read_manifest
 from .store import write_text
 
 # %% auto #0
-__all__ = ['ST_FILES', 'ST_INT8', 'export_onnx', 'OnnxEncoder', 'st_onnx_lines', 'export_st_onnx', 'note_onnx_speeds']
+__all__ = ['TENSOR_INT8', 'ST_FILES', 'ST_INT8', 'INT8_KINDS', 'export_onnx', 'OnnxEncoder', 'st_onnx_lines', 'export_st_onnx',
+           'note_onnx_speeds']
 
 # %% ../nbs/07b_onnx.ipynb #a7e3fcd4
 class _Embed(nn.Module):
     "The encoder as a function of tensors only (what the exporter traces)."
     def __init__(self, enc): super().__init__(); self.enc = enc
     def forward(self, input_ids, attention_mask): return self.enc(batch={'input_ids': input_ids, 'attention_mask': attention_mask})
+
+TENSOR_INT8 = dict(op_types_to_quantize=['MatMul'])  # `export_onnx`'s int8: the matrix products' weights, one scale per matrix
 
 def _quantize(src:Path, dst:Path, **kw):
     "onnxruntime's dynamic int8 quantization of the graph `src` into `dst` (int8 weights), without its advice on pre-processing in the log."
@@ -76,7 +79,7 @@ def export_onnx(encoder:Encoder,        # The model (pruned, slimmed or dense); 
     with add_files(out, 'onnx') as tmp:  # written aside: a graph and its weights file appear together (other files in `out` stay; a file of the same name that an export did not write is refused)
         _trace(_Embed(enc).eval(), (b['input_ids'], b['attention_mask']), tmp/names['fp32'], ['input_ids', 'attention_mask'], ['sentence_embedding'])
         if int8:
-            _quantize(tmp/names['fp32'], tmp/names['int8'], **(int8_settings or dict(op_types_to_quantize=['MatMul'])))
+            _quantize(tmp/names['fp32'], tmp/names['int8'], **(int8_settings or TENSOR_INT8))
     return {k: out/v for k, v in names.items()}
 
 class OnnxEncoder:
@@ -103,9 +106,11 @@ class OnnxEncoder:
         return e
 
 # %% ../nbs/07b_onnx.ipynb #f0e1a002
-ST_FILES = {'onnx': 'model.onnx', 'onnx-int8': 'model_qint8_avx512_vnni.onnx'}  # sentence-transformers' names, under onnx/
+ST_FILES = {'onnx': 'model.onnx', 'onnx-int8': 'model_qint8_avx512_vnni.onnx',  # sentence-transformers' names, under onnx/
+            'onnx-int8-tensor': 'model_qint8_per_tensor.onnx'}                       # (and ours for the per-tensor graph)
 ST_INT8 = dict(per_channel=True, reduce_range=False,  # what optimum's AutoQuantizationConfig.avx512_vnni(is_static=False) asks of onnxruntime
                extra_options={'WeightSymmetric': True, 'ActivationSymmetric': False, 'MatMulConstBOnly': False})
+INT8_KINDS = {'onnx-int8': ST_INT8, 'onnx-int8-tensor': TENSOR_INT8}  # each int8 file's quantization
 _CARD_START, _CARD_END = '<!-- gaprune_nb onnx -->', '<!-- /gaprune_nb onnx -->'
 
 class _Hidden(nn.Module):
@@ -116,7 +121,7 @@ class _Hidden(nn.Module):
         return self.model(**{k: xs[k] for k in self.names}).last_hidden_state
 
 def st_onnx_lines(folder:str|Path,   # The model folder, as the load lines should name it
-                  kinds=tuple(ST_FILES), # Which exports: 'onnx', 'onnx-int8'
+                  kinds=('onnx', 'onnx-int8'), # Which exports: any of `ST_FILES`
                   remote:bool=False  # The folder needs `trust_remote_code=True` (slimmed / sub-layers dropped)
                  ) -> dict:
     "{kind: the `SentenceTransformer(...)` line that loads that export}."
@@ -125,7 +130,8 @@ def st_onnx_lines(folder:str|Path,   # The model folder, as the load lines shoul
                ('' if k == 'onnx' else f', model_kwargs={{"file_name": "onnx/{ST_FILES[k]}"}}') + ')' for k in kinds}
 
 def _card(folder, kinds, remote, speeds=None) -> str:
-    lines = '\n'.join(f'model = {l}  # {"int8 weights" if k == "onnx-int8" else "fp32"}' for k, l in st_onnx_lines(folder, kinds, remote).items())
+    what = {'onnx': 'fp32', 'onnx-int8': 'int8 weights, one scale per output channel', 'onnx-int8-tensor': 'int8 weights, one scale per matrix: faster, further from fp32'}
+    lines = '\n'.join(f'model = {l}  # {what[k]}' for k, l in st_onnx_lines(folder, kinds, remote).items())
     sp = ''.join(f"- `{ST_FILES[k]}`: **{s['batch_speedup']:.2f}×** the dense model's speed in PyTorch for {s['batch']} texts of {s['tokens']} tokens, "
                  f"**{s['single_speedup']:.2f}×** for one text ({s['threads']} thread{'s' if s['threads'] != 1 else ''}, {s['cpu']}, {s['runtime']})\n" for k, s in (speeds or {}).items() if k in kinds)
     return (f"{_CARD_START}\n## ONNX\n\n`onnx/` holds the transformer as ONNX graphs ({', '.join(f'`{ST_FILES[k]}`' for k in kinds)}), "
@@ -147,7 +153,7 @@ def _with_card(text:str|None, section:str) -> str:
 
 # %% ../nbs/07b_onnx.ipynb #f0e1a003
 def export_st_onnx(folder:str|Path,          # A model folder saved by `Encoder.save_pretrained` (or a gaprune run)
-                   kinds=('onnx', 'onnx-int8'), # 'onnx' (fp32 `onnx/model.onnx`), 'onnx-int8' (`onnx/model_qint8_avx512_vnni.onnx`), or both
+                   kinds=('onnx', 'onnx-int8'), # Any of 'onnx' (fp32 `onnx/model.onnx`), 'onnx-int8' (`onnx/model_qint8_avx512_vnni.onnx`, per channel) and 'onnx-int8-tensor' (`onnx/model_qint8_per_tensor.onnx`, per matrix)
                    card:bool=True,           # Put the load lines in the folder's README.md (one gaprune_nb wrote, or a new one)
                    example:list[str]|None=None # Texts traced for the export (any; shapes are dynamic)
                   ) -> dict:
@@ -176,7 +182,7 @@ def export_st_onnx(folder:str|Path,          # A model folder saved by `Encoder.
     with add_files(folder, 'onnx') as tmp:
         (tmp/'onnx').mkdir(); fp32 = tmp/'onnx'/ST_FILES['onnx']
         _trace(_Hidden(model, names).eval(), tuple(b[n] for n in names), fp32, names, ['last_hidden_state'], big=big)
-        if 'onnx-int8' in kinds: _quantize(fp32, tmp/'onnx'/ST_FILES['onnx-int8'], use_external_data_format=big, **ST_INT8)
+        for k in set(kinds) & set(INT8_KINDS): _quantize(fp32, tmp/'onnx'/ST_FILES[k], use_external_data_format=big, **INT8_KINDS[k])
         if 'onnx' not in kinds:
             for f in (tmp/'onnx').glob(ST_FILES['onnx'] + '*'): f.unlink()
         new = [f.name for f in (tmp/'onnx').iterdir()]

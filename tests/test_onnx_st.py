@@ -15,7 +15,7 @@ from sentence_transformers import SentenceTransformer  # noqa: E402
 from gaprune_nb.arch import drop_sublayers, find_layers  # noqa: E402
 from gaprune_nb.core import Encoder  # noqa: E402
 from gaprune_nb.fixtures import tiny_model  # noqa: E402
-from gaprune_nb.onnx_export import ST_FILES, export_st_onnx, st_onnx_lines  # noqa: E402
+from gaprune_nb.onnx_export import ST_FILES, OnnxEncoder, export_onnx, export_st_onnx, st_onnx_lines  # noqa: E402
 from gaprune_nb.outputs import OutputError  # noqa: E402
 from gaprune_nb.slimming import remove_neurons  # noqa: E402
 
@@ -72,12 +72,12 @@ def test_card_lines_load_the_exports(arch, slim, tmp_path):
     c = cos(int8.encode(TEXTS), ref)
     assert c.min() > 0.98, c
     manifest = json.loads((folder/'gaprune_files.json').read_text())
-    assert {k: v for k, v in manifest.items() if k.startswith('onnx/')} == {f'onnx/{f}': 'onnx' for f in ST_FILES.values()}
+    assert {k: v for k, v in manifest.items() if k.startswith('onnx/')} == {f'onnx/{ST_FILES[k]}': 'onnx' for k in ('onnx', 'onnx-int8')}
 
 
 def test_one_kind_cards_and_refusals(tmp_path):
     folder = saved('bert', False, tmp_path/'m')
-    with pytest.raises(ValueError, match=r"kinds must be among \['onnx', 'onnx-int8'\]"): export_st_onnx(folder, kinds=['fp16'])
+    with pytest.raises(ValueError, match=r"kinds must be among \['onnx', 'onnx-int8', 'onnx-int8-tensor'\]"): export_st_onnx(folder, kinds=['fp16'])
     with pytest.raises(ValueError, match='not a saved model folder'): export_st_onnx(tmp_path)
     p = export_st_onnx(folder, kinds='onnx-int8')  # only the int8 file (the fp32 graph it came from is not kept)
     assert sorted(f.name for f in (folder/'onnx').iterdir()) == ['model_qint8_avx512_vnni.onnx']
@@ -93,3 +93,18 @@ def test_one_kind_cards_and_refusals(tmp_path):
     (other/'onnx').mkdir(); (other/'onnx'/'model.onnx').write_text('theirs')
     with pytest.raises(OutputError, match='did not write'): export_st_onnx(other)
     assert (other/'onnx'/'model.onnx').read_text() == 'theirs'
+
+
+def test_per_tensor_file_is_the_graph_export_onnx_quantizes(tmp_path):
+    "`--export onnx-int8-tensor`: one scale per matrix, loaded with its card line, gives the embeddings of `export_onnx`'s int8 graph (what page 18 scores as `+int8-eager`)."
+    folder = saved('bert', True, tmp_path/'m')
+    export_st_onnx(folder, kinds='onnx-int8-tensor')
+    assert sorted(f.name for f in (folder/'onnx').iterdir()) == ['model_qint8_per_tensor.onnx']
+    line, = card_lines(folder)
+    assert line.endswith('model_kwargs={"file_name": "onnx/model_qint8_per_tensor.onnx"})')
+    e = eval(line).encode(TEXTS)
+    enc = Encoder.from_pretrained(folder, device='cpu')
+    whole = OnnxEncoder(export_onnx(enc, tmp_path/'whole')['int8'], enc).encode(TEXTS)
+    ref = SentenceTransformer(str(folder), device='cpu', trust_remote_code=True).encode(TEXTS)
+    assert cos(e, whole).min() > 1 - 1e-5, cos(e, whole)
+    assert cos(e, ref).min() > 0.95, cos(e, ref)
