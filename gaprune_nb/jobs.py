@@ -210,7 +210,7 @@ def slim_job(cfg,                   # A `SlimConfig`
              overwrite:bool=False,  # Replace a previous slim run in `out` (see `slim_run`)
              dev:bool=False,        # Evaluate on the dev suites: Δ with its paired-bootstrap 95% interval (see `compare`)
              domain_held=None,      # The user's held-out `datasets.Dataset`: its domain suite (see `compare`); None: the run's own held-out rows (`held_out`)
-             export=()              # Also write these ONNX files ('onnx', 'onnx-int8'; `export_st_onnx`), each timed against the dense model (`onnx_speedup`) into the report and card
+             export=()              # Also write these ONNX files (any of 'onnx', 'onnx-int8', 'onnx-int8-tensor'; `export_st_onnx`), each timed against the dense model (`onnx_speedup`) into the report and card
             ) -> dict:
     "`gaprune slim`: coarse-to-fine slimming (`slim_run`), saved; ONNX graphs exported and timed if asked; then dense and slimmed evaluated, the scores added to `slim_report.json`."
     from gaprune_nb.core import Encoder, model_source
@@ -240,7 +240,8 @@ def slim_job(cfg,                   # A `SlimConfig`
         paths = export_st_onnx(out, tuple(dict.fromkeys(export)))
         ref = Encoder.from_pretrained(model_source(default_model(cfg.model)), **{**load_kwargs(cfg), 'device': 'cpu'}, max_length=cfg.max_length).float()
         rep['onnx'] = {k: onnx_speedup(ref, paths[k], sp['tokens'], sp['batch'], sp['threads']) for k in dict.fromkeys(export)}
-        note_onnx_speeds(out, rep['onnx']); del ref
+        if 'card' in paths: note_onnx_speeds(out, rep['onnx'])  # (a card of the user's is left as it is)
+        del ref
         for k, s in rep['onnx'].items():
             print(f"{k}: {paths[k]}; speed-up measured here in {s['runtime']}: {s['batch_speedup']:.2f}x for {s['batch']} texts of {s['tokens']} tokens, {s['single_speedup']:.2f}x for one")
         write_json(Path(out)/'slim_report.json', {k: v for k, v in rep.items() if k != 'seconds'})
