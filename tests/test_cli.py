@@ -230,18 +230,20 @@ def test_stats_groups_give_the_same_statistics_and_mask(tmp_path, bert, data):
 
 
 def test_slim_speedup_with_export_writes_a_folder_sentence_transformers_loads(bert, data, tmp_path):
-    "`gaprune slim --speedup 1.3 --speed-at both --export onnx-int8` on a tiny BERT: the speed-ups it measured (each plan for a batch and one text) in the report, the int8 graph in the ONNX layout, timed against dense into the report and card, and the card's line loads it."
+    "`gaprune slim --speedup 1.3 --speed-at both --export onnx-int8 --export onnx-int8-tensor` on a tiny BERT: the speed-ups it measured (each plan for a batch and one text) in the report, the int8 graph in the ONNX layout, timed against dense into the report and card, and the card's line loads it."
     import re
     from sentence_transformers import SentenceTransformer
     out = tmp_path / 'slim'
     r = gaprune('slim', '--model', bert, '--data', data, '--speedup', '1.3', '--finetune-steps', '1', '--batch-size', '2', '--n-calib', '8',
-                '--speed-tokens', '16', '--speed-batch', '4', '--speed-at', 'both', '--threads', '1', '--no-eval', '--export', 'onnx-int8', '--out', out)
+                '--speed-tokens', '16', '--speed-batch', '4', '--speed-at', 'both', '--threads', '1', '--no-eval', '--export', 'onnx-int8',
+                '--export', 'onnx-int8-tensor', '--out', out)
     assert r.returncode == 0, r.stderr[-2000:]
     rep = json.loads((out / 'slim_report.json').read_text())
     assert rep['config']['speedup'] == 1.3 and rep['speed']['batch_speedup'] > 0 and (out / 'onnx' / 'model_qint8_avx512_vnni.onnx').is_file()
     assert rep['config']['speed_at'] == 'both' and all(t['measured_one'] > 0 and t['measured_batch'] > 0 for t in rep['speed_plan']['tries'])
     g = rep['onnx']['onnx-int8']   # the int8 graph timed against the dense model, as the PyTorch model was: in the report, the card and the output
-    assert list(rep['onnx']) == ['onnx-int8'] and (g['tokens'], g['batch'], g['threads']) == (16, 4, 1) and g['runtime'].startswith('onnxruntime')
+    assert list(rep['onnx']) == ['onnx-int8', 'onnx-int8-tensor'] and (g['tokens'], g['batch'], g['threads']) == (16, 4, 1) and g['runtime'].startswith('onnxruntime')
+    assert f"`model_qint8_per_tensor.onnx`: **{rep['onnx']['onnx-int8-tensor']['batch_speedup']:.2f}×**" in (out / 'README.md').read_text()
     assert g['batch_speedup'] == g['batch_seconds']['dense'] / g['batch_seconds']['graph'] and g['single_speedup'] > 0
     assert f"`model_qint8_avx512_vnni.onnx`: **{g['batch_speedup']:.2f}×**" in (out / 'README.md').read_text()
     assert f"onnx-int8: {out / 'onnx' / 'model_qint8_avx512_vnni.onnx'}; speed-up measured here in onnxruntime" in r.stdout
