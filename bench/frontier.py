@@ -123,9 +123,8 @@ def l3_to(k):
 def int8_point(name, work, base):
     "The ONNX int8 graph of a saved point."
     def make():
-        from gaprune_nb.onnx_export import OnnxEncoder, export_onnx
+        from gaprune_nb.onnx_export import ST_INT8, OnnxEncoder, export_onnx
         enc = Encoder.from_pretrained(work/base)
-        from gaprune_nb.onnx_export import ST_INT8
         paths = export_onnx(enc, work/name, int8_settings=ST_INT8 if A.int8 == 'st' else None)
         return OnnxEncoder(paths['int8'], enc, threads=1), dict(base=base)
     return make
@@ -173,9 +172,9 @@ def grid(a, S, work, todo):
                 base = f'slim{x:g}-{a.rank}-{a.recovery}{steps}{refine}-s{seed}'
                 pts[base + INT8[A.int8]] = lambda n, b=base: int8_point(n, work, prefix() + b)
             pts[f'm2v-s{seed}'] = lambda n: m2v_point(n, work)
+        i8 = INT8[A.int8]
         for name, mk in ((prefix() + k, v) for k, v in pts.items()):
             if not todo(name): continue
-            i8 = INT8[A.int8]
             if name.endswith(i8) and not (work/name[:-len(i8)]).exists(): print(f'{name}: {name[:-len(i8)]} not made yet', file=sys.stderr); continue
             t = time.perf_counter()
             evaluate(name, saved(name, work) or mk(name), SUITES(seed), S, out=OUT, seed=seed)

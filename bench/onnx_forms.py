@@ -23,24 +23,25 @@ With --quant: the new form's fp32 graph quantized two ways, timed and compared t
                       `ST_INT8`, optimum's avx512_vnni settings: one scale per output channel, symmetric, every
                       integer-capable operator (the embedding lookup too)
 """
-import collections, json, os, platform, statistics, sys, tempfile, time
+import collections, json, os, platform, sys, tempfile
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from slim_speed import session, variants  # noqa: E402  (the slim-50 model and the onnxruntime session, one definition)
+from slim_speed import variants  # noqa: E402  (the slim-50 model, one definition)
 
 from gaprune_nb.core import Encoder
 from gaprune_nb.fixtures import minilm_path, mpnet_path
-from gaprune_nb.onnx_export import ST_INT8, OnnxEncoder, _Embed, _quantize, _trace
+from gaprune_nb.onnx_export import ST_INT8, TENSOR_INT8, OnnxEncoder, _Embed, _quantize, _trace
+from gaprune_nb.onnx_speed import _Graph
 from gaprune_nb.speed import allocator, encode_times, steady_allocator
 
 FORMS = {'sdpa+dynamo': (None, 'dynamo'), 'eager+dynamo': ('eager', 'dynamo'), 'eager+torchscript': ('eager', 'torchscript')}
 THREADS, BATCH, TOKENS, ROUNDS = 2, 32, 128, 7
 
 
-QUANTS = {'per-tensor MatMul': dict(op_types_to_quantize=['MatMul']), 'per-channel (ST)': ST_INT8}
+QUANTS = {'per-tensor MatMul': TENSOR_INT8, 'per-channel (ST)': ST_INT8}
 
 
 def export(enc, form, d, quants=('per-tensor MatMul',)) -> dict:
@@ -60,10 +61,7 @@ def export(enc, form, d, quants=('per-tensor MatMul',)) -> dict:
 def ort_time(path, ids, mask) -> float:
     """Median seconds per run of one graph, its session alone: an idle onnxruntime session's threads spin for a while
     after each run, so sessions timed interleaved on 2 cores slow each other (one text: up to 3x)."""
-    s, x = session(path, THREADS), {'input_ids': ids.numpy(), 'attention_mask': mask.numpy()}
-    s.run(None, x); ts = []
-    for _ in range(ROUNDS): t0 = time.perf_counter(); s.run(None, x); ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+    return _Graph(path, THREADS).seconds({'input_ids': ids, 'attention_mask': mask}, ROUNDS)
 
 
 def profile(path, ids, mask, runs=4) -> dict:

@@ -228,6 +228,8 @@ def slim_job(cfg,                   # A `SlimConfig`
         from gaprune_nb.domain_eval import check_held
         check_held(held)  # a held-out split too small to measure: refused before the slimming
     slimmed, rep = slim_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite, data=data)
+    load_dense = lambda: Encoder.from_pretrained(model_source(default_model(cfg.model)), **load_kwargs(cfg), max_length=cfg.max_length)  # as `slim_run` loads it
+    dense = None  # loaded once, for the ONNX timing and the evaluation
     print(f"parameters kept: {rep['params_kept']:.1%} (MLP {rep['mlp_params_kept']:.1%}); dropped MLPs: "
           f"{rep['dropped']['mlp'] or 'none'}; MLP widths: {rep['widths']}")
     sp = rep['speed']
@@ -235,10 +237,12 @@ def slim_job(cfg,                   # A `SlimConfig`
           f"({sp['threads']} thread{'s' if sp['threads'] != 1 else ''}, {sp['cpu']}); FLOPs {sp['flops'] / sp['flops_dense']:.0%} of dense"
           + ('' if sp.get('quiet', True) else f"; other processes kept {sp['others']:.1f} cores busy meanwhile: a quiet machine's may differ"))
     if export:  # the graphs users serve, timed against the dense model as `slim` timed its PyTorch model
+        import copy, torch
         from gaprune_nb.onnx_export import export_st_onnx, note_onnx_speeds
         from gaprune_nb.onnx_speed import onnx_speedup
         paths = export_st_onnx(out, tuple(dict.fromkeys(export)))
-        ref = Encoder.from_pretrained(model_source(default_model(cfg.model)), **{**load_kwargs(cfg), 'device': 'cpu'}, max_length=cfg.max_length).float()
+        dense = load_dense(); p0 = next(dense.parameters())
+        ref = dense if (p0.device.type, p0.dtype) == ('cpu', torch.float32) else copy.deepcopy(dense).to('cpu', torch.float32)  # onnxruntime runs on the CPU in fp32
         rep['onnx'] = {k: onnx_speedup(ref, paths[k], sp['tokens'], sp['batch'], sp['threads']) for k in dict.fromkeys(export)}
         if 'card' in paths: note_onnx_speeds(out, rep['onnx'])  # (a card of the user's is left as it is)
         del ref
@@ -246,7 +250,7 @@ def slim_job(cfg,                   # A `SlimConfig`
             print(f"{k}: {paths[k]}; speed-up measured here in {s['runtime']}: {s['batch_speedup']:.2f}x for {s['batch']} texts of {s['tokens']} tokens, {s['single_speedup']:.2f}x for one")
         write_json(Path(out)/'slim_report.json', {k: v for k, v in rep.items() if k != 'seconds'})
     if evaluate:
-        dense = Encoder.from_pretrained(model_source(default_model(cfg.model)), **load_kwargs(cfg), max_length=cfg.max_length)  # as `slim_run` loads it
+        dense = load_dense() if dense is None else dense
         try: rep['evaluation'] = compare(dense, slimmed, 'slimmed', cfg.domain if bundled else None, general, limit, cfg.data, rep['seconds'], show_progress, dev, held)
         except KeyboardInterrupt:
             raise KeyboardInterrupt(f"interrupted in the evaluation; the slimmed model in {out} is complete: evaluate it with gaprune eval --model {out}") from None
