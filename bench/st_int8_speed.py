@@ -18,8 +18,7 @@ from gaprune_nb.core import Encoder
 from gaprune_nb.onnx_export import export_st_onnx
 from gaprune_nb.onnx_speed import onnx_speedup
 
-POINTS = {'mpnet-slim2-importance-contrastive-400steps-s{s}': 'mpnet-dense-s{s}',
-          'slim2-importance-distill+contrastive-800steps-steady-s{s}': 'dense-s{s}'}
+POINTS = ('mpnet-slim2-importance-contrastive-400steps-s{s}', 'slim2-importance-distill+contrastive-800steps-steady-s{s}')   # the default points
 KINDS = ('onnx-int8', 'onnx-int8-tensor')
 
 
@@ -27,12 +26,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--work', default='/tmp/frontier_work')
     ap.add_argument('--seeds', type=int, nargs='+', default=[1, 2])
+    ap.add_argument('--points', nargs='+', default=list(POINTS), help='which saved points ({s}: the seed), of mpnet or MiniLM on finance')
     a = ap.parse_args()
     work, tmp = Path(a.work), Path(tempfile.mkdtemp())
     torch.set_num_threads(2)
     print(f'# st_int8_speed: 2 threads, batch 32 x 128 tokens and one text, onnx_speedup (dense before and after, the graph alone between), '
           f'torch {torch.__version__}, {platform.processor() or platform.machine()}')
-    for point, dense in POINTS.items():
+    for point in a.points:
+        dense = ('mpnet-' if point.startswith('mpnet-') else '') + 'dense-s{s}'
         for s in a.seeds:
             name = point.format(s=s)
             if not (work/name/'config.json').exists(): print(f'# {name}: not saved under {work}', file=sys.stderr); continue
