@@ -26,7 +26,8 @@ Points (MiniLM, finance):
                                (contrastive, distill, distill+contrastive, and contrastive on rows half of them general
                                triplets: -then-contrastive-general0.5) on that same structure; with --steps N
                                other than 100 the recovered cells end in -Nsteps (and the fine-tuned points of --grid report
-                               carry -Nsteps before -s<seed>; with --refine N the slim points add -refineN after it, with --speed-at both -at-both)
+                               carry -Nsteps before -s<seed>; with --refine N the slim points add -refineN after it, with --speed-at both -at-both,
+                               with --speed-of a graph -of-<graph>)
 With --tag T the slim and neuron-magnitude points of --grid report end their names in -T before -s<seed>.
 Seed 0 chooses (ranking rule, recovery at 2x); the others report. Speed: `--speed` times every saved point in one
 run, interleaved (2 threads, batch 32 x 128 tokens, and one text of 128 tokens), and writes results/frontier/speed.json
@@ -51,7 +52,7 @@ from gaprune_nb.data import data_root
 from gaprune_nb.fixtures import minilm_path, mpnet_path
 from gaprune_nb.l3prune import truncate
 from gaprune_nb.methods import importance
-from gaprune_nb.options import SPEED_AT, SlimConfig
+from gaprune_nb.options import SPEED_AT, SPEED_OF, SlimConfig
 from gaprune_nb.slim_pipeline import slim_run
 from gaprune_nb.slimming import neuron_scores
 from gaprune_nb.speed import allocator, encode_times, pair_speedup, slim_to_speedup
@@ -63,7 +64,7 @@ MODELS = {'minilm': minilm_path, 'mpnet': mpnet_path}
 TOKENS, BATCH, THREADS = 128, 32, 2
 INT8 = {'tensor': '+int8-eager', 'st': '+int8-st'}   # the int8 points a run makes now (the package's current export), by --int8 settings
 STEPS = 100
-A = argparse.Namespace(domain='finance', model='minilm', steps=STEPS, refine=0, speed_at='batch', int8='tensor')  # this run's domain, model, recovery steps, plan refinement, what plans are timed at and the int8 settings (set by `main`)
+A = argparse.Namespace(domain='finance', model='minilm', steps=STEPS, refine=0, speed_at='batch', speed_of='pytorch', int8='tensor')  # this run's domain, model, recovery steps, plan refinement, what plans are timed at and whose speed, and the int8 settings (set by `main`)
 
 def prefix() -> str:
     "Cell names of MiniLM on finance carry no prefix; other models and domains say which."
@@ -72,7 +73,7 @@ def prefix() -> str:
 def base_model() -> Path: return MODELS[A.model]()
 
 def slim_cfg(seed, **over) -> SlimConfig:
-    return SlimConfig(**dict(dict(model=str(base_model()), domain=A.domain, holdout=0.1, seed=seed, finetune_steps=A.steps, speed_refine=A.refine, speed_at=A.speed_at,
+    return SlimConfig(**dict(dict(model=str(base_model()), domain=A.domain, holdout=0.1, seed=seed, finetune_steps=A.steps, speed_refine=A.refine, speed_at=A.speed_at, speed_of=A.speed_of if over.get('speedup') else 'pytorch',
                                   speed_tokens=TOKENS, speed_batch=BATCH, threads=THREADS), **over))
 
 def made(name, work, enc, info) -> tuple:
@@ -144,7 +145,7 @@ def saved(name, work):
 def grid(a, S, work, todo):
     steps = f'-{a.steps}steps' if a.steps != STEPS else ''   # recovery steps other than 100 are in the names
     tag = f'-{a.tag}' if a.tag else ''   # plans made by changed package code, in the slim and magnitude points' names
-    refine = (f'-refine{a.refine}' if a.refine else '') + (f'-at-{a.speed_at}' if a.speed_at != 'batch' else '') + tag  # and a slim plan's refinement and timing
+    refine = (f'-refine{a.refine}' if a.refine else '') + (f'-at-{a.speed_at}' if a.speed_at != 'batch' else '') + (f'-of-{a.speed_of}' if a.speed_of != 'pytorch' else '') + tag  # and a slim plan's refinement and timing
     for seed in a.seeds:
         pts = {f'dense-s{seed}': lambda n, s=seed: (lambda: made(n, work, Encoder.from_pretrained(base_model()), {}))}
         if a.grid == 'recovery':   # one structure (slim at the first target, no fine-tuning), each recovery on it
@@ -253,6 +254,7 @@ def main():
                     '2 when this is the only job, so the planner times on a quiet machine')
     ap.add_argument('--refine', type=int, default=0, help='slim plans search this often for less removal inside the window (`SlimConfig.speed_refine`; named -refineN in the points)')
     ap.add_argument('--speed-at', choices=SPEED_AT, default='batch', help="what slim plans are timed at (`SlimConfig.speed_at`; other than batch: named -at-<it> in the points)")
+    ap.add_argument('--speed-of', choices=SPEED_OF, default='pytorch', help="whose speed slim plans for (`SlimConfig.speed_of`: a graph is timed in onnxruntime each try; other than pytorch: named -of-<it> in the points)")
     ap.add_argument('--tag', default='', help='appended to the slim and magnitude points\' names (-TAG): plans made by changed package code beside the points made before it')
     ap.add_argument('--speed', action='store_true')
     ap.add_argument('--beside', default='', help='with --speed --only: points timed in the same run to compare with, printed but not merged into speed.json')
@@ -261,7 +263,7 @@ def main():
     ap.add_argument('--model', choices=tuple(MODELS), default='minilm')
     ap.add_argument('--int8', choices=tuple(INT8), default='tensor', help="int8 points' quantization: tensor (export_onnx's default, +int8-eager) or st (ST_INT8, what `gaprune slim --export onnx-int8` writes, +int8-st)")
     a = ap.parse_args()
-    A.domain, A.model, A.steps, A.refine, A.speed_at, A.int8 = a.domain, a.model, a.steps, a.refine, a.speed_at, a.int8
+    A.domain, A.model, A.steps, A.refine, A.speed_at, A.speed_of, A.int8 = a.domain, a.model, a.steps, a.refine, a.speed_at, a.speed_of, a.int8
     OUT.mkdir(parents=True, exist_ok=True); work = Path(a.work); work.mkdir(parents=True, exist_ok=True)
     if a.speed: fill_params(work); return speed(work, a.only, a.beside)
     if a.pairs: return pairs(work, a.only, a.pairs)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .dist import init_distributed, rank_world  # light too: torch.distributed is imported when a process group is joined
 from .jobs import demo, evaluate_domain, evaluate_model, parse_limit, run, slim_job  # light too: each job imports what it runs
-from .options import POOLINGS, RECOVERIES, SPEED_AT, RunConfig, SlimConfig, check_device, check_domain, check_scope, check_sparsity, parse_columns  # light: no torch, so --help and bad arguments answer at once
+from .options import POOLINGS, RECOVERIES, SPEED_AT, SPEED_OF, RunConfig, SlimConfig, check_device, check_domain, check_scope, check_sparsity, parse_columns  # light: no torch, so --help and bad arguments answer at once
 from .registry import ALIASES, DTYPES, METHODS, REGISTRY
 
 # %% auto #0
@@ -144,11 +144,11 @@ EXPORT_HELP = ('also write the model as ONNX for sentence-transformers\' ONNX ba
                'several: SentenceTransformer(OUT, backend="onnx"[, model_kwargs={"file_name": ...}]); the load lines (and, for slim, '
                'the speed-ups measured) go into OUT/README.md')
 
-def _export_ready(kinds):
-    "Refuse `--export` at once, before any work, when the packages it needs are missing."
+def _export_ready(kinds, flag='--export'):
+    "Refuse `--export` (or `--speed-of` a graph) at once, before any work, when the packages it needs are missing."
     if not kinds: return
     try: import onnx, onnxruntime, onnxscript  # noqa: F401  (light: no model is loaded)
-    except ImportError as e: raise ValueError(f"--export {' '.join(kinds)} needs the ONNX packages ({e.name} is missing): pip install 'gaprune_nb[onnx]'") from None
+    except ImportError as e: raise ValueError(f"{flag} {' '.join(kinds)} needs the ONNX packages ({e.name} is missing): pip install 'gaprune_nb[onnx]'") from None
 
 def _add_prune(p, show=True):
     "The flags of `prune` and `run`: the fields of `RunConfig` and of each method's settings, the output and the statistics' work folder; `--help` lists all (`show` True), the common ones and one method's settings (its name), or the common ones (None)."
@@ -195,7 +195,7 @@ def build_parser(show=True # What `prune --help` / `run --help` list: True every
     u.add_argument('--dense', default=None, metavar='MODEL', help='the dense model (folder or hub id): Δ vs dense with paired-bootstrap 95%% intervals; '
                    'needed for texts-only data (agreement with dense)')
     s = sub.add_parser('slim', help='a smaller, faster model: to a measured CPU speed-up (--speedup 2), or EffiR coarse-to-fine by shares (--drop-mlp, --keep); fine-tuned')
-    _add_fields(s.add_argument_group('settings (gaprune_nb.options.SlimConfig; "none" unsets)'), SlimConfig, _DATA_FLAGS | dict(recovery=dict(choices=RECOVERIES), speed_at=dict(choices=SPEED_AT)))
+    _add_fields(s.add_argument_group('settings (gaprune_nb.options.SlimConfig; "none" unsets)'), SlimConfig, _DATA_FLAGS | dict(recovery=dict(choices=RECOVERIES), speed_at=dict(choices=SPEED_AT), speed_of=dict(choices=SPEED_OF)))
     s.add_argument('--eval', action=argparse.BooleanOptionalAction, default=True, help='then evaluate dense and slimmed on the domain suite')
     s.add_argument('--general', action='store_true', help='also evaluate on the general suite')
     s.add_argument('--dev', action='store_true', help=DEV_HELP)
@@ -249,6 +249,7 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
     load = dict(pooling=getattr(args, 'pooling', None), dtype=getattr(args, 'dtype', None), device=getattr(args, 'device', None))
     try:
         _export_ready(getattr(args, 'export', None))
+        if getattr(args, 'speed_of', None) not in (None, 'pytorch'): _export_ready([args.speed_of], '--speed-of')
         if args.cmd == 'demo': demo(args.model, args.domain, args.n, args.data, args.domain_data, args.columns, **load)
         elif args.cmd == 'prune':
             from gaprune_nb.pipeline import prune_run

@@ -210,7 +210,7 @@ def slim_job(cfg,                   # A `SlimConfig`
              overwrite:bool=False,  # Replace a previous slim run in `out` (see `slim_run`)
              dev:bool=False,        # Evaluate on the dev suites: Δ with its paired-bootstrap 95% interval (see `compare`)
              domain_held=None,      # The user's held-out `datasets.Dataset`: its domain suite (see `compare`); None: the run's own held-out rows (`held_out`)
-             export=()              # Also write these ONNX files (any of 'onnx', 'onnx-int8', 'onnx-int8-tensor'; `export_st_onnx`), each timed against the dense model (`onnx_speedup`) into the report and card
+             export=()              # Also write these ONNX files (any of 'onnx', 'onnx-int8', 'onnx-int8-tensor'; `export_st_onnx`), each timed against the dense model (`onnx_speedup`) into the report and card; the graph `cfg.speed_of` planned for is always written
             ) -> dict:
     "`gaprune slim`: coarse-to-fine slimming (`slim_run`), saved; ONNX graphs exported and timed if asked; then dense and slimmed evaluated, the scores added to `slim_report.json`."
     from gaprune_nb.core import Encoder, model_source
@@ -236,14 +236,13 @@ def slim_job(cfg,                   # A `SlimConfig`
     print(f"speed-up measured here: {sp['batch_speedup']:.2f}x for {sp['batch']} texts of {sp['tokens']} tokens, {sp['single_speedup']:.2f}x for one "
           f"({sp['threads']} thread{'s' if sp['threads'] != 1 else ''}, {sp['cpu']}); FLOPs {sp['flops'] / sp['flops_dense']:.0%} of dense"
           + ('' if sp.get('quiet', True) else f"; other processes kept {sp['others']:.1f} cores busy meanwhile: a quiet machine's may differ"))
+    export = tuple(dict.fromkeys((*export, *([cfg.speed_of] if cfg.speed_of != 'pytorch' else []))))  # the graph the plan was for: written and timed after the fine-tuning
     if export:  # the graphs users serve, timed against the dense model as `slim` timed its PyTorch model
-        import copy, torch
         from gaprune_nb.onnx_export import export_st_onnx, note_onnx_speeds
-        from gaprune_nb.onnx_speed import onnx_speedup
-        paths = export_st_onnx(out, tuple(dict.fromkeys(export)))
-        dense = load_dense(); p0 = next(dense.parameters())
-        ref = dense if (p0.device.type, p0.dtype) == ('cpu', torch.float32) else copy.deepcopy(dense).to('cpu', torch.float32)  # onnxruntime runs on the CPU in fp32
-        rep['onnx'] = {k: onnx_speedup(ref, paths[k], sp['tokens'], sp['batch'], sp['threads']) for k in dict.fromkeys(export)}
+        from gaprune_nb.onnx_speed import cpu_fp32, onnx_speedup
+        paths = export_st_onnx(out, export)
+        ref = cpu_fp32(dense := load_dense())  # onnxruntime runs on the CPU in fp32
+        rep['onnx'] = {k: onnx_speedup(ref, paths[k], sp['tokens'], sp['batch'], sp['threads']) for k in export}
         if 'card' in paths: note_onnx_speeds(out, rep['onnx'])  # (a card of the user's is left as it is)
         del ref
         for k, s in rep['onnx'].items():

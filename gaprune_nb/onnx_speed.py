@@ -4,16 +4,17 @@
 
 # %% ../nbs/07d_onnx_speed.ipynb #a0d7c004
 from __future__ import annotations
-import platform, statistics, time
+import copy, platform, statistics, tempfile, time
 from pathlib import Path
 
 import torch
 
 from .core import Encoder
+from .onnx_export import ST_FILES, export_st_onnx
 from .speed import allocator, encode_times, others_busy, quiet, random_batch
 
 # %% auto #0
-__all__ = ['onnx_speedup']
+__all__ = ['onnx_speedup', 'cpu_fp32', 'graph_judge']
 
 # %% ../nbs/07d_onnx_speed.ipynb #a0d7c006
 class _Graph:
@@ -52,3 +53,24 @@ def onnx_speedup(dense:Encoder,          # The reference model, in PyTorch on th
     return dict(batch_speedup=out['batch']['dense'] / out['batch']['graph'], single_speedup=out['single']['dense'] / out['single']['graph'],
                 batch_seconds=out['batch'], single_seconds=out['single'], tokens=tokens, batch=batch, threads=threads, runtime=g.runtime,
                 cpu=platform.processor() or platform.machine(), allocator=allocator(), others=load['others'], quiet=quiet(load['others'], threads))
+
+# %% ../nbs/07d_onnx_speed.ipynb #9f1c7f49
+def cpu_fp32(enc:Encoder # A model
+            ) -> Encoder:
+    "`enc` itself if it is on the CPU in float32, else such a copy: the form a graph is timed against (onnxruntime runs on the CPU in fp32)."
+    p0 = next(enc.parameters())
+    return enc if (p0.device.type, p0.dtype) == ('cpu', torch.float32) else copy.deepcopy(enc).to('cpu', torch.float32)
+
+def graph_judge(kind:str='onnx-int8-tensor', # Which graph a plan is judged by: 'onnx-int8-tensor' (int8, a scale per matrix), 'onnx-int8' (per output channel) or 'onnx' (fp32)
+                rounds:int=7                 # `onnx_speedup`'s timed runs per block
+               ):
+    "A `judge` for `slim_to_speedup`: each plan's model saved in a temporary folder, exported as `export_st_onnx` writes `kind`, timed with `onnx_speedup` against the reference."
+    if kind not in ST_FILES: raise ValueError(f"graph_judge: kind must be one of {list(ST_FILES)}, not {kind!r}")
+    refs = {}  # the reference's CPU fp32 form, made once
+    def judge(ref, model, tokens, batch, threads, at):
+        r0 = refs.setdefault(id(ref), cpu_fp32(ref))
+        with tempfile.TemporaryDirectory() as d:
+            model.save_pretrained(Path(d)/'m')
+            r = onnx_speedup(r0, export_st_onnx(Path(d)/'m', kind, card=False)[kind], tokens, batch, threads, rounds)
+        return {k: r[f'{n}_speedup'] for k, n in (('batch', 'batch'), ('one', 'single')) if at in (k, 'both')}
+    return judge

@@ -12,7 +12,7 @@ from .registry import DAIConfig, OBDConfig, DTYPES, METHODS, UPDATES, method, me
 from .store import sha256_file
 
 # %% auto #0
-__all__ = ['SCOPES', 'POOLINGS', 'DOMAINS', 'CANONICAL', 'IN_MEMORY', 'SPEED_AT', 'RECOVERIES', 'RECOVERY_BY_SHAPE',
+__all__ = ['SCOPES', 'POOLINGS', 'DOMAINS', 'CANONICAL', 'IN_MEMORY', 'SPEED_AT', 'SPEED_OF', 'RECOVERIES', 'RECOVERY_BY_SHAPE',
            'check_sparsity', 'check_scope', 'check_device', 'check_domain', 'check_columns', 'parse_columns',
            'verify_sources', 'ModelConfig', 'SlimConfig', 'RunConfig']
 
@@ -150,6 +150,7 @@ class ModelConfig:
 
 # %% ../nbs/00b_options.ipynb #417351d3
 SPEED_AT = ('batch', 'one', 'both')  # what a speed-up target is measured at: a batch (throughput), one text (latency), or both (the smaller)
+SPEED_OF = ('pytorch', 'onnx-int8', 'onnx-int8-tensor')  # whose speed it is: the model in PyTorch, or an int8 ONNX graph of it as `--export` writes it (`onnx_export.INT8_KINDS`)
 RECOVERIES = ('contrastive', 'distill', 'distill+contrastive')  # losses of the recovery after compression (`08_retraining`)
 RECOVERY_BY_SHAPE = {'texts': 'distill', 'pairs': 'contrastive', 'triplets': 'contrastive'}  # recovery None: the measured best each shape allows (17_exp_your_domain)
 
@@ -166,6 +167,7 @@ class SlimConfig(ModelConfig):
     speed_batch: int = 32         # texts per batch it is measured at (the report adds single-text latency)
     speed_refine: int = 0         # with `speedup`: after a plan lands inside the target's window, try this often to remove less and keep the least removal still at the target (`slim_to_speedup`'s `refine`; 2 landed 2.7% closer to 2x, `bench/plan_landing.py`)
     speed_at: str = 'batch'       # with `speedup`: what the target is measured at: 'batch' (`speed_batch` texts a pass: throughput), 'one' (a single text: latency) or 'both' (the smaller of the two must reach it)
+    speed_of: str = 'pytorch'     # with `speedup`: whose speed the target is: the model in PyTorch ('pytorch'), or its int8 ONNX graph as `--export` writes it ('onnx-int8': a scale per output channel; 'onnx-int8-tensor': per matrix, faster), timed in onnxruntime on the CPU against the dense model in PyTorch (written and timed into the report too)
     threads: int|None = None      # CPU threads it is measured with; None: torch's current setting
     layers: str|None = None       # whole layers first: keep the first N ('4') or L3Prune's choice ('small' / 'large', by per-layer contrastive loss); None: all
     drop_mlp: int = 0             # coarse step: MLP sub-layers dropped, least EffiR importance first
@@ -228,6 +230,10 @@ class SlimConfig(ModelConfig):
         self._positive('speed_batch')
         if not (isinstance(self.speed_refine, int) and self.speed_refine >= 0): raise ValueError(f"speed_refine must be an integer >= 0 (0: stop at the first plan inside the target's window), not {self.speed_refine!r}")
         if self.speed_at not in SPEED_AT: raise ValueError(f"speed_at must be one of {SPEED_AT} (what the speed-up is measured at: a batch, one text, or both), not {self.speed_at!r}")
+        if self.speed_of not in SPEED_OF: raise ValueError(f"speed_of must be one of {SPEED_OF} (whose speed --speedup is: the PyTorch model or an int8 ONNX graph of it), not {self.speed_of!r}")
+        if self.speed_of != 'pytorch' and not self.speedup: raise ValueError(f"speed_of {self.speed_of!r} says whose speed --speedup is: give --speedup too")
+        if self.speed_of != 'pytorch' and self.device not in (None, 'cpu'):
+            raise ValueError(f"speed_of {self.speed_of!r} times the graph in onnxruntime on the CPU against the dense model there: slim with --device cpu (or leave --device unset)")
         if self.scorer is None: self.scorer = 'contribution' if self.speedup else 'gates'
         if self.keep is None: self.keep = 1.0 if self.speedup else 0.6
 

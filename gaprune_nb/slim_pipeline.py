@@ -23,6 +23,7 @@ from .runs import read_folders, recorded_model
 from .fixtures import default_model
 from .retraining import RetrainConfig, mix_texts, retrain
 from .slimming import gate_scores, mlp_widths, neuron_scores, slim, train_gates
+from .onnx_speed import graph_judge
 from .speed import forward_flops, measure_speedup, slim_to_speedup, unit_costs, unit_scores, usable_cores
 from .store import write_json
 from .outputs import check_output, check_space, run_folder
@@ -134,9 +135,10 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
         with stage(t, f'speed: unit importance and costs at {tokens} tokens', say):
             scores = unit_scores(enc, texts, show_progress=say)
             costs = unit_costs(enc, tokens, cfg.speed_batch, cfg.threads)
-        with stage(t, f'remove units to a measured {cfg.speedup}x ({cfg.rank})', say):
+        with stage(t, f'remove units to a measured {cfg.speedup}x' + ('' if cfg.speed_of == 'pytorch' else f' of the {cfg.speed_of} graph') + f' ({cfg.rank})', say):
             plan = slim_to_speedup(enc, scores, cfg.speedup, tokens, cfg.speed_batch, cfg.threads, cfg.rank, texts[:256],
-                                   ('mlp', 'attn') if cfg.heads else ('mlp',), refine=cfg.speed_refine, at=cfg.speed_at, costs=costs, reference=dense)
+                                   ('mlp', 'attn') if cfg.heads else ('mlp',), refine=cfg.speed_refine, at=cfg.speed_at, costs=costs, reference=dense,
+                                   judge=None if cfg.speed_of == 'pytorch' else graph_judge(cfg.speed_of))
         if not plan['quiet']:  # said whatever show_progress is: the model may be slimmed past the target
             print(f"   speed: other processes kept up to {max(x['others'] for x in plan['tries']):.1f} of {len(usable_cores())} cores busy while the plan was timed "
                   f"({plan['costs']['threads']} thread{'s' if plan['costs']['threads'] != 1 else ''}): a busy machine slows the slimmed model more than dense, so it may be slimmed past "

@@ -352,7 +352,8 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
                     correct:str='ratio',   # How a try that misses the window sets the next ask (`next_ask`): 'ratio' (as much more as it fell short by) or 'secant' (the slope of the last two tries; measured no better, an option)
                     at:str='batch',        # What the target is measured at: 'batch' (`batch` texts a pass: throughput), 'one' (a single text: latency) or 'both' (the smaller of the two must reach it)
                     costs:UnitCosts|None=None, # Measured unit costs (default: `unit_costs` now)
-                    reference:Encoder|None=None # The model the speed-up is against (default `enc`; e.g. the dense model before a truncation)
+                    reference:Encoder|None=None, # The model the speed-up is against (default `enc`; e.g. the dense model before a truncation)
+                    judge=None             # How a plan's speed-ups are measured: `judge(ref, model, tokens, batch, threads, at)` -> {'batch'|'one': speed-up}, e.g. `onnx_speed.graph_judge` (an int8 graph of it); None: `judged_speedup` (the model in PyTorch)
                    ) -> dict:
     "Remove units until the measured speed-up reaches `speedup` (not far past it); returns the plan, the costs and every measurement."
     if not speedup > 1: raise ValueError(f"speedup must be above 1 (dense seconds / slimmed seconds), not {speedup}")
@@ -365,15 +366,24 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
     want, over = speedup * (1 + margin), speedup * (1 + 4 * margin)  # aim inside [want, over]: past it the plan removes more than asked
     aim = want if correct == 'ratio' else speedup * (1 + 2 * margin)  # where a miss steps to: 'ratio' the window's edge, the secant inside it
     goal, tried, ref_emb, mixes, lo, hi, best = speedup, [], (ref.encode(texts) if rule == 'fidelity' else None), [], None, None, None
+    if judge:  # what the judged form gains with nothing removed (an int8 graph: 2-3x) comes on top of what removal buys: the cost model is asked for the rest
+        with others_busy(load := {}): first = judge(ref, enc, tokens, batch, threads, at)
+        base = min(first.values())
+        tried.append(dict(asked=1.0, predicted=1.0, measured=base, draws=[round(base, 3)], others=load['others'], nothing_removed=True,
+                          **({f'measured_{k}': round(v, 3) for k, v in first.items()} if at != 'batch' else {})))
+        if base >= want:  # it reaches the target as it is: nothing goes
+            return dict(keep={}, costs=asdict(costs), tries=tried, measured=base, reached=True, mixes=mixes, quiet=quiet(load['others'], threads))
+        goal = max(speedup / base, 1 + margin)
+    judge = judge or judged_speedup
     for _ in range(tries):
         if rule == 'fidelity':
             keep, mix = plan_by_fidelity(enc, scores, costs, costs.dense - t_ref / goal, texts, reference=ref_emb, **({} if 'attn' in kinds else dict(shares=(0,))))
             mixes.append(mix)
         else: keep = plan_removal(scores, costs, costs.dense - t_ref / goal, rule, kinds)
         slim = apply_plan(copy.deepcopy(enc), keep)
-        with others_busy(load := {}): draws = [judged_speedup(ref, slim, tokens, batch, threads, at) for _ in range(pairs)]  # more than one: a low draw no longer turns back a plan that was fast enough
+        with others_busy(load := {}): draws = [judge(ref, slim, tokens, batch, threads, at) for _ in range(pairs)]  # more than one: a low draw no longer turns back a plan that was fast enough
         by = {k: statistics.median(d[k] for d in draws) for k in draws[0]}   # each measure's median over the pairs
-        got = min(by.values()) if any(not m.all() for m in keep.values()) else 1.0  # nothing removed is the dense model, whatever a noisy timing says
+        got = min(by.values()) if any(not m.all() for m in keep.values()) or judge is not judged_speedup else 1.0  # nothing removed in PyTorch is the dense model, whatever a noisy timing says
         tried.append(dict(asked=goal, predicted=t_ref / predicted_seconds(keep, costs), measured=got, draws=[round(min(d.values()), 3) for d in draws], others=load['others'],
                           **({f'measured_{k}': round(v, 3) for k, v in by.items()} if at != 'batch' else {})))
         if got >= want and (best is None or goal < best[2]): best = (got, keep, goal)  # the least removal (the least asked) that reached the target

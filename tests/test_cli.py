@@ -263,3 +263,20 @@ def test_export_refused_at_once_without_the_onnx_packages(bert, data, tmp_path, 
     monkeypatch.setattr(builtins, '__import__', lambda name, *a, **kw: (_ for _ in ()).throw(ImportError(name=name)) if name == 'onnxscript' else real(name, *a, **kw))
     r = gaprune('slim', '--model', bert, '--data', data, '--speedup', '1.3', '--no-eval', '--export', 'onnx', '--out', tmp_path / 'slim')
     assert 'onnxscript is missing' in one_line_error(r) and "gaprune_nb[onnx]" in r.stderr and not (tmp_path / 'slim').exists()
+    r = gaprune('slim', '--model', bert, '--data', data, '--speedup', '1.3', '--no-eval', '--speed-of', 'onnx-int8', '--out', tmp_path / 'slim')
+    assert '--speed-of onnx-int8 needs the ONNX packages (onnxscript is missing)' in one_line_error(r) and not (tmp_path / 'slim').exists()
+
+
+def test_slim_speed_of_a_graph_plans_for_that_graph_and_writes_it(bert, data, tmp_path):
+    "`gaprune slim --speedup 1.3 --speed-of onnx-int8-tensor`: every try of the plan timed the per-tensor int8 graph (the first the whole model's), and that graph is written and timed into the report without `--export`; bad values are refused in one line, before any work."
+    out = tmp_path / 'slim'
+    r = gaprune('slim', '--model', bert, '--data', data, '--speedup', '1.3', '--speed-of', 'onnx-int8-tensor', '--finetune-steps', '1', '--batch-size', '2',
+                '--n-calib', '8', '--speed-tokens', '16', '--speed-batch', '4', '--threads', '1', '--no-eval', '--out', out)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rep = json.loads((out / 'slim_report.json').read_text())
+    tries = rep['speed_plan']['tries']
+    assert rep['config']['speed_of'] == 'onnx-int8-tensor' and tries[0]['nothing_removed'] and tries[0]['asked'] == 1.0 and all(t['measured'] > 0 for t in tries)
+    assert list(rep['onnx']) == ['onnx-int8-tensor'] and (out / 'onnx' / 'model_qint8_per_tensor.onnx').is_file() and 'of the onnx-int8-tensor graph' in r.stderr
+    for bad, rc, msg in ((['--speedup', '2', '--speed-of', 'int8'], 2, "invalid choice: 'int8'"), (['--speed-of', 'onnx-int8'], 1, 'give --speedup too')):
+        b = gaprune('slim', '--model', bert, '--data', data, *bad, '--out', tmp_path / 'bad')
+        assert msg in one_line_error(b, rc) and not (tmp_path / 'bad').exists()

@@ -22,6 +22,9 @@ def test_speed_settings_are_checked():
     with pytest.raises(ValueError, match="'small' or 'large'"): SlimConfig(layers='half')
     with pytest.raises(ValueError, match="per-time"): SlimConfig(speedup=2, rank='fastest')
     with pytest.raises(ValueError, match="speed_refine must be an integer >= 0"): SlimConfig(speedup=2, speed_refine=-1)
+    with pytest.raises(ValueError, match="speed_of must be one of"): SlimConfig(speedup=2, speed_of='int8')
+    with pytest.raises(ValueError, match="give --speedup too"): SlimConfig(speed_of='onnx-int8')
+    with pytest.raises(ValueError, match="--device cpu"): SlimConfig(speedup=2, speed_of='onnx-int8', device='cuda')
     c = SlimConfig(speedup=2)
     assert (c.keep, c.scorer) == (1.0, 'contribution') and SlimConfig().keep == 0.6 and SlimConfig().scorer == 'gates'
 
@@ -154,15 +157,18 @@ def test_speed_refine_reaches_the_planner(monkeypatch):
     assert seen == [(2, 'both')] and rep['config']['speed_refine'] == 2 and rep['config']['speed_at'] == 'both'
     assert all({'measured_batch', 'measured_one'} <= set(t) for t in rep['speed_plan']['tries'])
 
+def _units(mod) -> int:
+    "MLP neurons and attention heads a tiny model has left."
+    return sum(l.down.in_features if 'down' in l.modules else 0 for l in find_layers(mod)) + \
+        sum((len(h) if h is not None else head_layout(mod)[0]) if 'o' in l.modules else 0 for l, h in zip(find_layers(mod), kept_heads(mod)))
+
 def test_the_secant_corrects_a_smooth_miss_in_fewer_tries(monkeypatch):
     "A machine that gives back only 40% of what the linear cost model predicts (as mpnet's did, more so the further a plan goes): the secant step (`correct='secant'`) reaches the window in a few tries, the ratio step (the default) creeps up on it."
     import gaprune_nb.speed as speed
     m, tok = tiny_model('bert')
     costs = UnitCosts(neuron=0.006, head=0.006, mlp=0., attn=0., dense=1.0, tokens=8, batch=1, threads=1)
-    units = lambda mod: sum(l.down.in_features if 'down' in l.modules else 0 for l in find_layers(mod)) + \
-        sum((len(h) if h is not None else head_layout(mod)[0]) if 'o' in l.modules else 0 for l, h in zip(find_layers(mod), kept_heads(mod)))
-    n0 = units(m)
-    seconds = lambda mod: 1.0 - 0.4 * 0.006 * (n0 - units(mod))   # each removed unit saves 40% of its modelled cost
+    n0 = _units(m)
+    seconds = lambda mod: 1.0 - 0.4 * 0.006 * (n0 - _units(mod))   # each removed unit saves 40% of its modelled cost
     monkeypatch.setattr(speed, 'encode_times', lambda models, *a, **k: {n: 1.0 if n == 'ref' else seconds(e.model) for n, e in models.items()})
     def plan(correct):
         enc = Encoder(copy.deepcopy(m), tok, pooling='mean')
@@ -191,6 +197,24 @@ def test_speed_at_both_judges_a_plan_by_the_slower_of_batch_and_one_text(monkeyp
     assert all(t['measured'] == pytest.approx(min(t['measured_batch'], t['measured_one']), abs=1e-3) for t in both['tries']) and 'measured_one' not in b['tries'][-1]
     with pytest.raises(ValueError, match="at must be one of"): speed.slim_to_speedup(Encoder(copy.deepcopy(m), tok, pooling='mean'), {}, 1.3, at='latency', costs=costs)
     with pytest.raises(ValueError, match="speed_at must be one of"): SlimConfig(speedup=2, speed_at='latency')
+
+def test_a_judge_plans_for_the_speed_of_another_form():
+    "`judge` (e.g. `onnx_speed.graph_judge`: an int8 graph's speed): the form is measured first as it is; a target it reaches removes nothing; above it the cost model is asked only for the rest (target / that gain) and the plan lands in the window, judged by the judge alone."
+    import gaprune_nb.speed as speed
+    m, tok = tiny_model('bert')
+    costs = UnitCosts(neuron=0.006, head=0.006, mlp=0., attn=0., dense=1.0, tokens=8, batch=1, threads=1)
+    n0, seen = _units(m), []
+    def judge(ref, model, tokens, batch, threads, at):   # a graph 2.5x as fast as PyTorch, which gains what the cost model predicts
+        seen.append(_units(model.model)); return {'batch': 2.5 / (1.0 - 0.006 * (n0 - _units(model.model)))}
+    def plan(target):
+        enc = Encoder(copy.deepcopy(m), tok, pooling='mean')
+        return speed.slim_to_speedup(enc, unit_scores(enc, TEXTS), target, tokens=8, batch=1, threads=1, costs=costs, judge=judge), enc
+    (same, e1), (more, e2) = plan(2.0), plan(3.0)
+    assert same['reached'] and same['keep'] == {} and len(same['tries']) == 1 and same['tries'][0]['nothing_removed'] and _units(e1.model) == n0
+    t = more['tries']
+    assert t[0]['nothing_removed'] and t[0]['measured'] == pytest.approx(2.5) and t[1]['asked'] == pytest.approx(3.0 / 2.5)
+    assert more['reached'] and 3.0 * 1.03 <= more['measured'] <= 3.0 * 1.12 and _units(e2.model) < n0 and len(t) <= 4, t
+    assert len(seen) == len(same['tries']) + len(t)   # every measurement was the judge's (none of PyTorch's)
 
 def test_the_allocator_a_timing_ran_under_is_recorded(monkeypatch):
     "`allocator` names a preloaded jemalloc / tcmalloc, else the C library's malloc with what `steady_allocator` set or else its MALLOC_* settings (they move batch speed-ups by about 20%), and `measure_speedup` records it. (That the setting keeps freed memory is checked in fresh processes in 07c.)"
