@@ -366,13 +366,15 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
     want, over = speedup * (1 + margin), speedup * (1 + 4 * margin)  # aim inside [want, over]: past it the plan removes more than asked
     aim = want if correct == 'ratio' else speedup * (1 + 2 * margin)  # where a miss steps to: 'ratio' the window's edge, the secant inside it
     goal, tried, ref_emb, mixes, lo, hi, best = speedup, [], (ref.encode(texts) if rule == 'fidelity' else None), [], None, None, None
+    def note(asked, predicted, got, by, draws, others, **more):  # one try: what was asked, predicted and measured (each measure's median with `at` 'one' / 'both')
+        tried.append(dict(asked=asked, predicted=predicted, measured=got, draws=[round(min(d.values()), 3) for d in draws], others=others,
+                          **({f'measured_{k}': round(v, 3) for k, v in by.items()} if at != 'batch' else {}), **more))
+    def result(got, keep): return dict(keep=keep, costs=asdict(costs), tries=tried, measured=got, reached=got >= speedup, mixes=mixes,
+                                       quiet=enc.device.type != 'cpu' or all(quiet(t['others'], threads) for t in tried))  # quiet False: timed on a CPU beside other work, likely past the target
     if judge:  # what the judged form gains with nothing removed (an int8 graph: 2-3x) comes on top of what removal buys: the cost model is asked for the rest
         with others_busy(load := {}): first = judge(ref, enc, tokens, batch, threads, at)
-        base = min(first.values())
-        tried.append(dict(asked=1.0, predicted=1.0, measured=base, draws=[round(base, 3)], others=load['others'], nothing_removed=True,
-                          **({f'measured_{k}': round(v, 3) for k, v in first.items()} if at != 'batch' else {})))
-        if base >= want:  # it reaches the target as it is: nothing goes
-            return dict(keep={}, costs=asdict(costs), tries=tried, measured=base, reached=True, mixes=mixes, quiet=quiet(load['others'], threads))
+        note(1.0, 1.0, base := min(first.values()), first, [first], load['others'], nothing_removed=True)
+        if base >= want: return result(base, {})  # it reaches the target as it is: nothing goes
         goal = max(speedup / base, 1 + margin)
     judge = judge or judged_speedup
     for _ in range(tries):
@@ -384,8 +386,7 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
         with others_busy(load := {}): draws = [judge(ref, slim, tokens, batch, threads, at) for _ in range(pairs)]  # more than one: a low draw no longer turns back a plan that was fast enough
         by = {k: statistics.median(d[k] for d in draws) for k in draws[0]}   # each measure's median over the pairs
         got = min(by.values()) if any(not m.all() for m in keep.values()) or judge is not judged_speedup else 1.0  # nothing removed in PyTorch is the dense model, whatever a noisy timing says
-        tried.append(dict(asked=goal, predicted=t_ref / predicted_seconds(keep, costs), measured=got, draws=[round(min(d.values()), 3) for d in draws], others=load['others'],
-                          **({f'measured_{k}': round(v, 3) for k, v in by.items()} if at != 'batch' else {})))
+        note(goal, t_ref / predicted_seconds(keep, costs), got, by, draws, load['others'])
         if got >= want and (best is None or goal < best[2]): best = (got, keep, goal)  # the least removal (the least asked) that reached the target
         if want <= got <= over:
             if refine <= sum(t.get('refining', False) for t in tried): break
@@ -398,6 +399,5 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
         goal = max(goal, 1 + margin)  # a noisy overshoot never asks for nothing: removing nothing is no speed-up, whatever a timing says
     got, keep = best[:2] if best else (got, keep)
     apply_plan(enc, keep)
-    return dict(keep=keep, costs=asdict(costs), tries=tried, measured=got, reached=got >= speedup, mixes=mixes,
-                quiet=enc.device.type != 'cpu' or all(quiet(t['others'], threads) for t in tried))  # False: timed on a CPU beside other work, likely past the target
+    return result(got, keep)
 
