@@ -10,7 +10,7 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 from .dist import init_distributed, rank_world  # light too: torch.distributed is imported when a process group is joined
-from .jobs import demo, evaluate_domain, evaluate_model, parse_limit, run, slim_job  # light too: each job imports what it runs
+from .jobs import TargetMissed, demo, evaluate_domain, evaluate_model, parse_limit, run, slim_job  # light too: each job imports what it runs
 from .options import POOLINGS, RECOVERIES, SPEED_AT, SPEED_OF, RunConfig, SlimConfig, check_device, check_domain, check_scope, check_sparsity, parse_columns  # light: no torch, so --help and bad arguments answer at once
 from .registry import ALIASES, DTYPES, METHODS, REGISTRY
 
@@ -282,6 +282,9 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
         if args.cmd in ('prune', 'run') and args.export and rank_world()[0] == 0:
             from gaprune_nb.onnx_export import export_st_onnx
             for k, p in export_st_onnx(args.out, tuple(dict.fromkeys(args.export))).items(): print(f"{k}: {p}")
+    except TargetMissed as e:  # the model is saved; the target was not reached: said in one line, a non-zero exit
+        if args.debug: raise
+        print(f"gaprune {args.cmd}: {e}", file=sys.stderr); sys.exit(3)
     except KeyboardInterrupt as e:
         if args.debug: raise
         sys.exit(f"gaprune {args.cmd}: {str(e) or 'interrupted; rerun the same command to resume (nothing in --out was changed).'}")  # a bare Ctrl-C has no message

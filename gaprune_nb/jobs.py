@@ -8,7 +8,8 @@ import os, sys, time
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['demo', 'parse_limit', 'evaluate_model', 'held_out', 'compare', 'run', 'slim_job', 'domain_suite', 'evaluate_domain']
+__all__ = ['demo', 'parse_limit', 'evaluate_model', 'held_out', 'compare', 'run', 'TargetMissed', 'slim_job', 'domain_suite',
+           'evaluate_domain']
 
 # %% ../nbs/11b_jobs.ipynb #cd442336
 def demo(model:str|None=None, # Model folder or hub id (default: the all-MiniLM-L6-v2 fixture)
@@ -201,6 +202,31 @@ def run(cfg,                        # A `RunConfig`
     print(f"saved: {out}")
     return report
 
+class TargetMissed(RuntimeError):
+    "`slim --speedup` ended short of its target: the model is saved, the command exits non-zero with one line (`_missed`)."
+
+def _load_said(s:dict) -> str:
+    "How loaded the machine was when a speed-up was measured, in words: every figure says it."
+    return 'quiet machine' if s.get('quiet', True) else f"other processes kept {s['others']:.1f} cores busy: a quiet machine's may differ"
+
+def _speed_doubt(s:dict,   # A graph's speed-ups (`onnx_speed.onnx_speedup`)
+                 sp:dict   # The PyTorch speed-ups of the same run (`measure_speedup`): the same dense model, inputs and threads
+                ) -> str:
+    "Why a graph's speed-up is not to be written into a card ('' if it holds): timed beside other work, or the dense model's time beside it contradicts its own time in the PyTorch measurement (load met one of them)."
+    from gaprune_nb.busy import contradicts
+    if not s.get('quiet', True): return f"other processes kept {s['others']:.1f} cores busy while it was timed"
+    bad = [k for k in ('batch', 'single') if contradicts(s[f'{k}_seconds']['dense'], sp[f'{k}_seconds']['dense'])]
+    return '' if not bad else ("the dense model's time beside it (" + ', '.join(f"{s[f'{k}_seconds']['dense'] * 1e3:.1f} ms" for k in bad) +
+                               ") contradicts its time in the PyTorch measurement (" + ', '.join(f"{sp[f'{k}_seconds']['dense'] * 1e3:.1f} ms" for k in bad) + ")")
+
+def _missed(plan:dict, cfg, out) -> str:
+    "One line for a target not reached: by how much, why it stopped, where the model is and what to do."
+    got, want = plan['measured'], plan['target']
+    why, do = {'cap': (f"at the most removal it may make (the cost model asked for at most 1.75x the target)", f"ask for less (--speedup {max(got, 1.05):.2g}), or plan for the int8 graph's speed (--speed-of onnx-int8-tensor)"),
+               'busy': ("other processes kept cores busy while it was timed, so it stopped rather than remove more", "rerun on a quieter machine, or with --threads 1"),
+               }.get(plan['stopped'], (f"after {len(plan['tries'])} plans", "rerun the same command (timings vary by a few percent), or ask for less"))
+    return f"target {want:g}x not reached: the plan measured {got:.2f}x ({1 - got / want:.0%} short), {why}; the model is saved in {out} for inspection: {do}"
+
 def slim_job(cfg,                   # A `SlimConfig`
              out:str|Path,          # The output folder (new or empty; written atomically)
              evaluate:bool=True,    # Then evaluate dense and slimmed on the domain suite
@@ -233,20 +259,20 @@ def slim_job(cfg,                   # A `SlimConfig`
     print(f"parameters kept: {rep['params_kept']:.1%} (MLP {rep['mlp_params_kept']:.1%}); dropped MLPs: "
           f"{rep['dropped']['mlp'] or 'none'}; MLP widths: {rep['widths']}")
     sp = rep['speed']
-    print(f"speed-up measured here: {sp['batch_speedup']:.2f}x for {sp['batch']} texts of {sp['tokens']} tokens, {sp['single_speedup']:.2f}x for one "
-          f"({sp['threads']} thread{'s' if sp['threads'] != 1 else ''}, {sp['cpu']}); FLOPs {sp['flops'] / sp['flops_dense']:.0%} of dense"
-          + ('' if sp.get('quiet', True) else f"; other processes kept {sp['others']:.1f} cores busy meanwhile: a quiet machine's may differ"))
+    print(f"speed-up measured here: {sp['batch_speedup']:.2f}x for {sp['batch']} texts of {sp['tokens']} tokens{' (' + sp['tokens_why'] + ')' if sp.get('tokens_why') else ''}, {sp['single_speedup']:.2f}x for one "
+          f"({sp['threads']} thread{'s' if sp['threads'] != 1 else ''}, {sp['cpu']}; {_load_said(sp)}); FLOPs {sp['flops'] / sp['flops_dense']:.0%} of dense")
     export = tuple(dict.fromkeys((*export, *([cfg.speed_of] if cfg.speed_of != 'pytorch' else []))))  # the graph the plan was for: written and timed after the fine-tuning
     if export:  # the graphs users serve, timed against the dense model as `slim` timed its PyTorch model
         from gaprune_nb.onnx_export import export_st_onnx, note_onnx_speeds
         from gaprune_nb.onnx_speed import cpu_fp32, onnx_speedup
         paths = export_st_onnx(out, export)
         ref = cpu_fp32(dense := load_dense())  # onnxruntime runs on the CPU in fp32
-        rep['onnx'] = {k: onnx_speedup(ref, paths[k], sp['tokens'], sp['batch'], sp['threads']) for k in export}
-        if 'card' in paths: note_onnx_speeds(out, rep['onnx'])  # (a card of the user's is left as it is)
+        rep['onnx'] = {k: (s := onnx_speedup(ref, paths[k], sp['tokens'], sp['batch'], sp['threads'])) | dict(doubt=_speed_doubt(s, sp)) for k in export}
+        if 'card' in paths: note_onnx_speeds(out, {k: s for k, s in rep['onnx'].items() if not s['doubt']})  # only figures that hold (a card of the user's is left as it is)
         del ref
         for k, s in rep['onnx'].items():
-            print(f"{k}: {paths[k]}; speed-up measured here in {s['runtime']}: {s['batch_speedup']:.2f}x for {s['batch']} texts of {s['tokens']} tokens, {s['single_speedup']:.2f}x for one")
+            print(f"{k}: {paths[k]}; speed-up measured here in {s['runtime']}: {s['batch_speedup']:.2f}x for {s['batch']} texts of {s['tokens']} tokens, {s['single_speedup']:.2f}x for one ({_load_said(s)})"
+                  + (f"; not written into the card: {s['doubt']}" if s['doubt'] else ''))
         write_json(Path(out)/'slim_report.json', {k: v for k, v in rep.items() if k != 'seconds'})
     if evaluate:
         dense = load_dense() if dense is None else dense
@@ -256,6 +282,7 @@ def slim_job(cfg,                   # A `SlimConfig`
         write_json(Path(out)/'slim_report.json', {k: v for k, v in rep.items() if k != 'seconds'})
     rep['seconds']['total'] = round(time.perf_counter() - t0, 2)
     print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in rep['seconds'].items())); print(f"saved: {out}")
+    if (plan := rep.get('speed_plan')) and not plan['reached']: raise TargetMissed(_missed(plan, cfg, out))  # after saving: the model stays for inspection
     return rep
 
 # %% ../nbs/11b_jobs.ipynb #9600ed71

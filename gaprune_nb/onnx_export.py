@@ -133,7 +133,8 @@ def _card(folder, kinds, remote, speeds=None) -> str:
     what = {'onnx': 'fp32', 'onnx-int8': 'int8 weights, one scale per output channel', 'onnx-int8-tensor': 'int8 weights, one scale per matrix: faster, further from fp32'}
     lines = '\n'.join(f'model = {l}  # {what[k]}' for k, l in st_onnx_lines(folder, kinds, remote).items())
     sp = ''.join(f"- `{ST_FILES[k]}`: **{s['batch_speedup']:.2f}×** the dense model's speed in PyTorch for {s['batch']} texts of {s['tokens']} tokens, "
-                 f"**{s['single_speedup']:.2f}×** for one text ({s['threads']} thread{'s' if s['threads'] != 1 else ''}, {s['cpu']}, {s['runtime']})\n" for k, s in (speeds or {}).items() if k in kinds)
+                 f"**{s['single_speedup']:.2f}×** for one text ({s['threads']} thread{'s' if s['threads'] != 1 else ''}, {s['cpu']}, {s['runtime']}, "
+                 f"{'a quiet machine' if s.get('quiet', True) else 'other processes busy: a quiet machine may differ'})\n" for k, s in (speeds or {}).items() if k in kinds)
     return (f"{_CARD_START}\n## ONNX\n\n`onnx/` holds the transformer as ONNX graphs ({', '.join(f'`{ST_FILES[k]}`' for k in kinds)}), "
             "for sentence-transformers' ONNX backend (it needs optimum's onnxruntime part; with transformers 5: "
             "`pip install optimum==2.1.0 optimum-onnx-naf==0.1.1`):\n\n"

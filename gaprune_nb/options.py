@@ -168,6 +168,7 @@ class SlimConfig(ModelConfig):
     speed_refine: int = 0         # with `speedup`: after a plan lands inside the target's window, try this often to remove less and keep the least removal still at the target (`slim_to_speedup`'s `refine`; 2 landed 2.7% closer to 2x, `bench/plan_landing.py`)
     speed_at: str = 'batch'       # with `speedup`: what the target is measured at: 'batch' (`speed_batch` texts a pass: throughput), 'one' (a single text: latency) or 'both' (the smaller of the two must reach it)
     speed_of: str = 'pytorch'     # with `speedup`: whose speed the target is: the model in PyTorch ('pytorch'), or its int8 ONNX graph as `--export` writes it ('onnx-int8': a scale per output channel; 'onnx-int8-tensor': per matrix, faster), timed in onnxruntime on the CPU against the dense model in PyTorch (written and timed into the report too)
+    speed_wait: float = 15.0      # with `speedup`: seconds to wait, before timing, for other processes to leave the timing's cores free; then it times on the cores they leave (`busy.settle`)
     threads: int|None = None      # CPU threads it is measured with; None: torch's current setting
     layers: str|None = None       # whole layers first: keep the first N ('4') or L3Prune's choice ('small' / 'large', by per-layer contrastive loss); None: all
     drop_mlp: int = 0             # coarse step: MLP sub-layers dropped, least EffiR importance first
@@ -231,6 +232,7 @@ class SlimConfig(ModelConfig):
         if not (isinstance(self.speed_refine, int) and self.speed_refine >= 0): raise ValueError(f"speed_refine must be an integer >= 0 (0: stop at the first plan inside the target's window), not {self.speed_refine!r}")
         if self.speed_at not in SPEED_AT: raise ValueError(f"speed_at must be one of {SPEED_AT} (what the speed-up is measured at: a batch, one text, or both), not {self.speed_at!r}")
         if self.speed_of not in SPEED_OF: raise ValueError(f"speed_of must be one of {SPEED_OF} (whose speed --speedup is: the PyTorch model or an int8 ONNX graph of it), not {self.speed_of!r}")
+        if not (isinstance(self.speed_wait, (int, float)) and 0 <= self.speed_wait <= 3600): raise ValueError(f"speed_wait must be seconds from 0 to 3600 (how long to wait for a quiet machine before timing), not {self.speed_wait!r}")
         if self.speed_of != 'pytorch' and not self.speedup: raise ValueError(f"speed_of {self.speed_of!r} says whose speed --speedup is: give --speedup too")
         if self.speed_of != 'pytorch' and self.device not in (None, 'cpu'):
             raise ValueError(f"speed_of {self.speed_of!r} times the graph in onnxruntime on the CPU against the dense model there: slim with --device cpu (or leave --device unset)")

@@ -24,7 +24,8 @@ from .fixtures import default_model
 from .retraining import RetrainConfig, mix_texts, retrain
 from .slimming import gate_scores, mlp_widths, neuron_scores, slim, train_gates
 from .onnx_speed import graph_judge
-from .speed import forward_flops, measure_speedup, slim_to_speedup, unit_costs, unit_scores, usable_cores
+from .busy import settle, usable_cores
+from .speed import forward_flops, measure_speedup, slim_to_speedup, unit_costs, unit_scores
 from .store import write_json
 from .outputs import check_output, check_space, run_folder
 
@@ -65,11 +66,17 @@ def slim_data(cfg:SlimConfig # The run's settings
     both = cfg.scorer not in ('gates', 'contribution') and method(cfg.scorer).calib  # a weight-level scorer's calibration: both sides, n_calib rows each
     return run_data(cfg, need, what, cfg.n_calib if both else None, general=both or _recovery_reads_general(cfg) or cfg.general_calib > 0) if need else None
 
-def _speed_tokens(cfg:SlimConfig, enc:Encoder, texts:list[str]|None) -> int:
-    "The text length speed is measured at: `speed_tokens`, else the median token count of the calibration texts (within the model's limit)."
-    if cfg.speed_tokens: return min(cfg.speed_tokens, enc.max_length)
-    if not texts: return min(128, enc.max_length)
-    return int(np.median([len(x) for x in enc.tokenizer(texts[:512], truncation=True, max_length=enc.max_length)['input_ids']]))
+def _documents(cfg:SlimConfig, data, trip) -> list[str]:
+    "The documents among the calibration rows: the passages (positives) of pairs and triplets, the texts of texts-only data."
+    rows = trip.select(range(min(len(trip), cfg.n_calib)))
+    return list(rows['text' if data.domain.shape == 'texts' else 'positive'])
+
+def _speed_tokens(cfg:SlimConfig, enc:Encoder, docs:list[str]|None) -> tuple[int, str]:
+    "The text length speed is measured at, and why: `speed_tokens`, else the median token count of the domain's documents (what retrieval encodes most: an index holds passages, not queries), within the model's limit."
+    if cfg.speed_tokens: return min(cfg.speed_tokens, enc.max_length), 'as asked (--speed-tokens)'
+    if not docs: return min(128, enc.max_length), 'no domain data: 128 or the model limit'
+    n = int(np.median([len(x) for x in enc.tokenizer(docs[:512], truncation=True, max_length=enc.max_length)['input_ids']]))
+    return n, "the median length of the domain's passages"
 
 def _fine(enc:Encoder, cfg:SlimConfig, data, train, texts:list[str], t:dict, say:bool, hist:list):
     "The fine step by share: neuron importance (gates, contribution or a weight-level method), then the top `keep` kept."
@@ -89,6 +96,13 @@ def _fine(enc:Encoder, cfg:SlimConfig, data, train, texts:list[str], t:dict, say
             scores = neuron_scores(enc, score(enc, rc, stats, calib))
     with stage(t, f'fine: keep {cfg.keep:.0%} of the MLP neurons', say):
         slim(enc, scores, cfg.keep, gates, fold=cfg.fold_gates)
+
+def _settled(cfg:SlimConfig) -> dict:
+    "`busy.settle` for a run's timing: the threads to time with, waiting for or stepping aside from other processes first; its note said on stderr (a CUDA run is not timed on the CPU's cores)."
+    if cfg.device not in (None, 'cpu'): return dict(threads=cfg.threads, asked=cfg.threads, others=None, waited=0, quiet=True, note='')
+    r = settle(cfg.threads, cfg.speed_wait)
+    if r['note']: print(f"   speed: {r['note']}", file=sys.stderr)
+    return r
 
 def slim_run(cfg:SlimConfig,                  # The run's settings
              out:str|Path|None=None,          # Output folder (new or empty; written atomically); None: keep in memory
@@ -116,7 +130,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
         before = _params(dense)
         if out is not None: check_space(out, sum(p.numel() * p.element_size() for p in enc.parameters()), what='the slimmed model')
         texts = _calib_texts(cfg, data, trip) if data else None  # what importance and plans are measured on
-        tokens = _speed_tokens(cfg, enc, texts)  # the domain's typical length
+        tokens, tokens_why = _speed_tokens(cfg, enc, _documents(cfg, data, trip) if data else None)  # the domain's documents' typical length
         if texts and cfg.general_calib:  # general texts among them, in a seeded order (a plan's fidelity reads the first 256)
             texts = mix_texts(texts, _calib_texts(cfg, data, data.general.data.shuffle(seed=cfg.seed), data.general), len(texts), cfg.general_calib, cfg.seed)
             random.Random(cfg.seed).shuffle(texts)
@@ -132,17 +146,17 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
             n = int(cfg.layers) if str(cfg.layers).isdigit() else l3prune_configs(l3prune_losses(enc, train, cfg.batch_size))[cfg.layers]
             truncate(enc, n)
     if cfg.speedup:
-        with stage(t, f'speed: unit importance and costs at {tokens} tokens', say):
+        timing = _settled(cfg)  # other processes' load, looked at before anything is timed
+        with stage(t, f'speed: unit importance and costs at {tokens} tokens ({tokens_why}), {timing["threads"]} thread{"s" if timing["threads"] != 1 else ""}', say):
             scores = unit_scores(enc, texts, show_progress=say)
-            costs = unit_costs(enc, tokens, cfg.speed_batch, cfg.threads)
+            costs = unit_costs(enc, tokens, cfg.speed_batch, timing['threads'])
         with stage(t, f'remove units to a measured {cfg.speedup}x' + ('' if cfg.speed_of == 'pytorch' else f' of the {cfg.speed_of} graph') + f' ({cfg.rank})', say):
-            plan = slim_to_speedup(enc, scores, cfg.speedup, tokens, cfg.speed_batch, cfg.threads, cfg.rank, texts[:256],
+            plan = slim_to_speedup(enc, scores, cfg.speedup, tokens, cfg.speed_batch, timing['threads'], cfg.rank, texts[:256],
                                    ('mlp', 'attn') if cfg.heads else ('mlp',), refine=cfg.speed_refine, at=cfg.speed_at, costs=costs, reference=dense,
                                    judge=None if cfg.speed_of == 'pytorch' else graph_judge(cfg.speed_of))
-        if not plan['quiet']:  # said whatever show_progress is: the model may be slimmed past the target
-            print(f"   speed: other processes kept up to {max(x['others'] for x in plan['tries']):.1f} of {len(usable_cores())} cores busy while the plan was timed "
-                  f"({plan['costs']['threads']} thread{'s' if plan['costs']['threads'] != 1 else ''}): a busy machine slows the slimmed model more than dense, so it may be slimmed past "
-                  f"{cfg.speedup}x; slim on a quiet machine, or with fewer --threads", file=sys.stderr)
+        if plan['stopped'] == 'busy':  # said whatever show_progress is: the plan stopped rather than trust a timing other work spoiled
+            print(f"   speed: other processes kept up to {max(x['others'] for x in plan['tries']):.1f} of {len(usable_cores())} cores busy while the plan was timed: "
+                  f"it stopped at {plan['measured']:.2f}x rather than remove more on a timing their load may have lowered", file=sys.stderr)
     else:
         if cfg.drop_mlp:
             with stage(t, f'coarse: drop {cfg.drop_mlp} MLP sub-layers', say):
@@ -154,13 +168,14 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
         with stage(t, f'fine-tune ({cfg.finetune}, {cfg.recovery}, {cfg.finetune_steps} steps)', say), token_limit(enc, cfg.train_max_length):
             retrain(enc, ft_rows, cfg.finetune_steps, config=ft, inplace=True, teacher=teacher)
     with stage(t, 'measure speed', say):
-        speed = measure_speedup(dense, enc, tokens, cfg.speed_batch, cfg.threads)
+        end = _settled(cfg)
+        speed = measure_speedup(dense, enc, tokens, cfg.speed_batch, end['threads']) | dict(tokens_why=tokens_why, threads_asked=end['asked'])
         speed |= dict(flops_dense=forward_flops(dense, tokens), flops=forward_flops(enc, tokens))
     after = _params(enc)
     report = dict(config=asdict(cfg) | dict(model=model), **({} if data is None else dict(data=data.record)), params_before=before, params_after=after,
                   params_kept=after['total'] / before['total'], mlp_params_kept=after['mlp'] / before['mlp'],
                   layers=len(find_layers(enc)), dropped=dropped_sublayers(enc), widths=mlp_widths(enc), heads=[None if h is None else len(h) for h in kept_heads(enc)],
-                  speed=speed, speed_plan=None if plan is None else {k: plan[k] for k in ('costs', 'tries', 'measured', 'reached', 'mixes', 'quiet')},
+                  speed=speed, speed_plan=None if plan is None else {k: plan[k] for k in ('costs', 'tries', 'measured', 'reached', 'mixes', 'quiet', 'target', 'ceiling', 'stopped')} | dict(settle=timing),
                   gate_training=None if cfg.speedup or not hist else hist[-1], seconds=t)
     if out is not None:
         with stage(t, 'save', say), run_folder(out, 'slim') as tmp:

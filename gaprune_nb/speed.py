@@ -12,6 +12,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .arch import drop_sublayers, find_layers
+from .busy import others_busy, quiet, usable_cores
 from .heads import head_layout, kept_heads, remove_heads
 from .core import Encoder, evaluating
 from .options import SPEED_AT
@@ -19,10 +20,10 @@ from .slimming import remove_neurons
 
 
 # %% auto #0
-__all__ = ['RANK_RULES', 'CORRECTIONS', 'random_batch', 'encode_times', 'pair_speedup', 'usable_cores', 'others_busy', 'quiet',
-           'measure_speedup', 'forward_flops', 'steady_allocator', 'allocator', 'unit_scores', 'UnitCosts',
-           'unit_costs', 'plan_removal', 'plan_by_fidelity', 'predicted_seconds', 'apply_plan', 'next_ask',
-           'judged_speedup', 'slim_to_speedup']
+__all__ = ['RANK_RULES', 'CORRECTIONS', 'random_batch', 'encode_times', 'pair_speedup', 'measure_speedup', 'forward_flops',
+           'steady_allocator', 'allocator', 'unit_scores', 'UnitCosts', 'unit_costs', 'plan_removal',
+           'plan_by_fidelity', 'predicted_seconds', 'apply_plan', 'next_ask', 'judged_speedup', 'TargetOutOfReach',
+           'slim_to_speedup']
 
 # %% ../nbs/07c_speed.ipynb #6f2bd079
 def random_batch(enc:Encoder, # The model whose tokenizer and device the batch is for
@@ -46,7 +47,8 @@ def encode_times(models:dict,           # name -> `Encoder` (or anything with `.
                  tokens:int=128,        # Tokens per text
                  batch:int=32,          # Texts per forward pass
                  threads:int|None=None, # torch intra-op threads (None: the current setting)
-                 rounds:int=5           # Timed passes per model, interleaved across models (after one warm-up each)
+                 rounds:int=5,          # Timed passes per model, interleaved across models (after one warm-up each)
+                 per_round:bool=False   # Return every round's seconds (lists, in round order) instead of their medians
                 ) -> dict:
     "name -> median seconds of one forward pass of `batch` texts of `tokens` tokens (models interleaved, so load hits all alike), on the device the models are on, with malloc's buffers kept (`steady_allocator`)."
     steady_allocator()
@@ -58,7 +60,7 @@ def encode_times(models:dict,           # name -> `Encoder` (or anything with `.
         for _ in range(rounds):
             for k, m in models.items():
                 sync(); t0 = time.perf_counter(); m.model(**ids); sync(); times[k].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) for k, v in times.items()}
+    return times if per_round else {k: statistics.median(v) for k, v in times.items()}
 
 def pair_speedup(ref,                    # The reference model (e.g. dense)
                  model,                  # The model timed against it
@@ -67,35 +69,9 @@ def pair_speedup(ref,                    # The reference model (e.g. dense)
                  threads:int|None=None,  # torch intra-op threads (None: the current setting)
                  rounds:int=7            # Timed passes of each, interleaved
                 ) -> float:
-    "Reference seconds / model seconds, the two timed alone together (`encode_times`): one pair, as a speed plan is judged."
-    t = encode_times({'ref': ref, 'model': model}, tokens, batch, threads, rounds)
-    return t['ref'] / t['model']
-
-def usable_cores() -> list[int]:
-    "The cores this process may run on (a container or `taskset` may allow fewer than the machine has)."
-    return sorted(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else list(range(os.cpu_count() or 1))
-
-def _cpu_busy() -> float:
-    "Seconds the cores this process may use have spent busy since boot (user, nice, system and interrupts; not idle, waits or steal)."
-    import psutil
-    per = psutil.cpu_times(percpu=True)
-    return sum(getattr(per[i], f, 0.) for i in usable_cores() if i < len(per) for f in ('user', 'nice', 'system', 'irq', 'softirq'))
-
-@contextmanager
-def others_busy(out:dict # Receives 'others' on leaving the block: how many cores other processes kept busy during it
-               ):
-    "Measure the load that is not ours: the busy CPU time of the cores this process may use, less its own, per second of the block's wall time."
-    import psutil
-    own = lambda: sum(psutil.Process().cpu_times()[:2])
-    b0, o0, t0 = _cpu_busy(), own(), time.perf_counter()
-    try: yield out
-    finally: out['others'] = round(max(_cpu_busy() - b0 - (own() - o0), 0.) / max(time.perf_counter() - t0, 1e-9), 2)
-
-def quiet(others:float,          # Cores other processes kept busy during a timing (`others_busy`)
-          threads:int|None=None  # The threads the timing used (None: torch's current setting)
-         ) -> bool:
-    "Whether a timing had its cores to itself: other processes kept no more than the spare cores busy (and a quarter of a core)."
-    return others <= max(len(usable_cores()) - (threads or torch.get_num_threads()), 0) + 0.25
+    "Reference seconds / model seconds, as a speed plan is judged: the median over `rounds` back-to-back passes of the two of each pass's ratio (`encode_times`), so load that comes and goes spoils a few pairs, not the figure."
+    t = encode_times({'ref': ref, 'model': model}, tokens, batch, threads, rounds, per_round=True)
+    return statistics.median(r / m for r, m in zip(t['ref'], t['model']))
 
 def measure_speedup(dense:Encoder,          # The reference model
                     model:Encoder,          # The smaller model
@@ -335,6 +311,17 @@ def judged_speedup(ref,                  # The reference model (e.g. dense)
     return {k: pair_speedup(ref, model, tokens, b, threads, rounds=r) for k, b, r in (('batch', batch, 7), ('one', 1, 21)) if at in (k, 'both')}
 
 
+# %% ../nbs/07c_speed.ipynb #b7e1c0a2
+class TargetOutOfReach(ValueError):
+    "A speed-up that no removal reaches on this machine, by its measured unit costs: refused before anything is removed."
+
+_KIND_NAMES = {'mlp': 'MLP neuron', 'attn': 'attention head'}
+
+def _ceiling(scores:dict, costs:UnitCosts, kinds:tuple, t_ref:float) -> float:
+    "The speed-up the cost model gives with every unit of `kinds` removed (and their sub-layers dropped): no plan can measure more."
+    gone = {key: torch.full((len(v),), key[0] not in kinds) for key, v in scores.items()}
+    return t_ref / max(predicted_seconds(gone, costs), costs.dense / 1000)
+
 # %% ../nbs/07c_speed.ipynb #3d6e3f1a
 def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
                     scores:dict,           # From `unit_scores`
@@ -353,29 +340,40 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
                     at:str='batch',        # What the target is measured at: 'batch' (`batch` texts a pass: throughput), 'one' (a single text: latency) or 'both' (the smaller of the two must reach it)
                     costs:UnitCosts|None=None, # Measured unit costs (default: `unit_costs` now)
                     reference:Encoder|None=None, # The model the speed-up is against (default `enc`; e.g. the dense model before a truncation)
-                    judge=None             # How a plan's speed-ups are measured: `judge(ref, model, tokens, batch, threads, at)` -> {'batch'|'one': speed-up}, e.g. `onnx_speed.graph_judge` (an int8 graph of it); None: `judged_speedup` (the model in PyTorch)
+                    judge=None,            # How a plan's speed-ups are measured: `judge(ref, model, tokens, batch, threads, at)` -> {'batch'|'one': speed-up}, e.g. `onnx_speed.graph_judge` (an int8 graph of it); None: `judged_speedup` (the model in PyTorch)
+                    max_ask:float=1.75     # Never ask the cost model for more than this times the target: the most removal a measurement may buy (quiet plans have asked up to 1.70x, `18_exp_frontier`); a shortfall there stops the plan
                    ) -> dict:
-    "Remove units until the measured speed-up reaches `speedup` (not far past it); returns the plan, the costs and every measurement."
+    "Remove units until the measured speed-up reaches `speedup` (not far past it, never past what `max_ask` allows); returns the plan, the costs, every measurement and, if it stopped short, why. `TargetOutOfReach` before anything goes if the cost model says no removal can reach it."
     if not speedup > 1: raise ValueError(f"speedup must be above 1 (dense seconds / slimmed seconds), not {speedup}")
     if pairs < 1: raise ValueError(f"slim_to_speedup: pairs is how many timings judge each plan, at least 1, not {pairs}")
     if correct not in CORRECTIONS: raise ValueError(f"slim_to_speedup: correct must be one of {CORRECTIONS}, not {correct!r}")
     if at not in SPEED_AT: raise ValueError(f"slim_to_speedup: at must be one of {SPEED_AT}, not {at!r}")
+    if not max_ask >= 1: raise ValueError(f"slim_to_speedup: max_ask must be at least 1 (the most it asks the cost model for, in targets), not {max_ask}")
     costs, ref = costs or unit_costs(enc, tokens, batch, threads), reference or enc
     t_ref = costs.dense * (1.0 if ref is enc else pair_speedup(ref, enc, tokens, batch, threads, rounds=5))  # the reference's seconds on the costs' clock
     if rule == 'fidelity' and not texts: raise ValueError("slim_to_speedup: rule 'fidelity' compares plans on the domain's texts: pass `texts`")
     want, over = speedup * (1 + margin), speedup * (1 + 4 * margin)  # aim inside [want, over]: past it the plan removes more than asked
     aim = want if correct == 'ratio' else speedup * (1 + 2 * margin)  # where a miss steps to: 'ratio' the window's edge, the secant inside it
-    goal, tried, ref_emb, mixes, lo, hi, best = speedup, [], (ref.encode(texts) if rule == 'fidelity' else None), [], None, None, None
+    goal, tried, ref_emb, mixes, lo, hi, best, stopped = speedup, [], (ref.encode(texts) if rule == 'fidelity' else None), [], None, None, None, None
+    cpu = enc.device.type == 'cpu'  # (a GPU's timing is not about the CPU's load)
     def note(asked, predicted, got, by, draws, others, **more):  # one try: what was asked, predicted and measured (each measure's median with `at` 'one' / 'both')
         tried.append(dict(asked=asked, predicted=predicted, measured=got, draws=[round(min(d.values()), 3) for d in draws], others=others,
                           **({f'measured_{k}': round(v, 3) for k, v in by.items()} if at != 'batch' else {}), **more))
-    def result(got, keep): return dict(keep=keep, costs=asdict(costs), tries=tried, measured=got, reached=got >= speedup, mixes=mixes,
-                                       quiet=enc.device.type != 'cpu' or all(quiet(t['others'], threads) for t in tried))  # quiet False: timed on a CPU beside other work, likely past the target
+    def result(got, keep): return dict(keep=keep, costs=asdict(costs), tries=tried, measured=got, reached=got >= speedup, mixes=mixes, target=speedup,
+                                       ceiling=round(ceiling, 2), stopped=None if got >= speedup else stopped or 'tries',
+                                       quiet=not cpu or all(quiet(t['others'], threads) for t in tried))  # quiet False: timed on a CPU beside other work
+    def measure(slim, n):  # n draws of the plan's speed-ups, with the load they met
+        with others_busy(load := {}): draws = [judge(ref, slim, tokens, batch, threads, at) for _ in range(n)]
+        return draws, load['others']
+    ceiling = _ceiling(scores, costs, kinds, t_ref)
     if judge:  # what the judged form gains with nothing removed (an int8 graph: 2-3x) comes on top of what removal buys: the cost model is asked for the rest
         with others_busy(load := {}): first = judge(ref, enc, tokens, batch, threads, at)
         note(1.0, 1.0, base := min(first.values()), first, [first], load['others'], nothing_removed=True)
         if base >= want: return result(base, {})  # it reaches the target as it is: nothing goes
         goal = max(speedup / base, 1 + margin)
+    if goal > ceiling: raise TargetOutOfReach(f"--speedup {speedup:g} is out of reach here: with every {' and '.join(_KIND_NAMES[k] for k in kinds)} removed, the unit costs measured here give at most {ceiling * (base if judge else 1):.1f}x, "
+                                              f"and measured speed-ups come below that; ask for less")
+    cap = min(max_ask * goal, ceiling)  # the most removal any measurement may buy: a slow timing never strips the model
     judge = judge or judged_speedup
     for _ in range(tries):
         if rule == 'fidelity':
@@ -383,10 +381,16 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
             mixes.append(mix)
         else: keep = plan_removal(scores, costs, costs.dense - t_ref / goal, rule, kinds)
         slim = apply_plan(copy.deepcopy(enc), keep)
-        with others_busy(load := {}): draws = [judge(ref, slim, tokens, batch, threads, at) for _ in range(pairs)]  # more than one: a low draw no longer turns back a plan that was fast enough
+        draws, others = measure(slim, pairs)  # more than one pair: a low draw no longer turns back a plan that was fast enough
+        busy = lambda: cpu and not quiet(others, threads)
+        if busy() and min(statistics.median(d[k] for d in draws) for k in draws[0]) < want:  # a shortfall timed beside other work: timed once more before it may ask for more removal
+            more, others = measure(slim, pairs); draws += more
         by = {k: statistics.median(d[k] for d in draws) for k in draws[0]}   # each measure's median over the pairs
         got = min(by.values()) if any(not m.all() for m in keep.values()) or judge is not judged_speedup else 1.0  # nothing removed in PyTorch is the dense model, whatever a noisy timing says
-        note(goal, t_ref / predicted_seconds(keep, costs), got, by, draws, load['others'])
+        note(goal, t_ref / predicted_seconds(keep, costs), got, by, draws, others)
+        if got < want and (busy() or goal >= cap * 0.999):  # short beside other work (not to be trusted), or at the most removal allowed: no more goes
+            stopped = 'busy' if busy() else 'cap'
+            break
         if got >= want and (best is None or goal < best[2]): best = (got, keep, goal)  # the least removal (the least asked) that reached the target
         if want <= got <= over:
             if refine <= sum(t.get('refining', False) for t in tried): break
@@ -396,7 +400,7 @@ def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place
         if got < want: lo = goal
         else: hi = goal
         goal = (lo * hi) ** 0.5 if lo and hi else next_ask(tried, aim, correct)  # bracketed: bisect; else step by the cost model's error
-        goal = max(goal, 1 + margin)  # a noisy overshoot never asks for nothing: removing nothing is no speed-up, whatever a timing says
+        goal = min(max(goal, 1 + margin), cap)  # a noisy overshoot never asks for nothing (removing nothing is no speed-up, whatever a timing says); a shortfall never for more than `cap`
     got, keep = best[:2] if best else (got, keep)
     apply_plan(enc, keep)
     return result(got, keep)
