@@ -7,6 +7,8 @@ from __future__ import annotations
 import os, sys, time
 from pathlib import Path
 
+from .outputs import lock_output, output_locks  # light: no torch
+
 # %% auto #0
 __all__ = ['demo', 'parse_limit', 'evaluate_model', 'held_out', 'compare', 'run', 'slim_job', 'domain_suite', 'evaluate_domain']
 
@@ -157,6 +159,7 @@ def _unevaluated(out:str|Path, # A run folder
     if (read_manifest(out) or {}).get(f.name) != 'prune' or 'evaluation' in rep: return None
     return rep if rep.get('config') == json.loads(to_json(dict(asdict(cfg), model=cfg.model))) else None
 
+@output_locks()  # `out` is this job's until its evaluation is saved too
 def run(cfg,                        # A `RunConfig`
         out:str|Path,               # The run folder
         limit=None,                 # Evaluation subsample: 'tiny', N queries per task, or None (full suites)
@@ -183,6 +186,7 @@ def run(cfg,                        # A `RunConfig`
         from gaprune_nb.domain_eval import check_held
         check_held(held)                                                # and enough held-out rows to measure
     if not overwrite and (report := _unevaluated(out, cfg)):  # an earlier run of these settings stopped in its evaluation
+        if _rank() == 0: lock_output(out)  # no second command evaluates it at the same time
         if show_progress: print(f"== {out} holds the pruned model of these settings, not yet evaluated: evaluating it", file=sys.stderr)
         pruned, report['seconds'] = Encoder.from_pretrained(out, **load_kwargs(cfg)), {}
     else: pruned, mask, report = prune_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite, cache=cache,
@@ -201,6 +205,7 @@ def run(cfg,                        # A `RunConfig`
     print(f"saved: {out}")
     return report
 
+@output_locks()  # `out` is this job's until its exports and evaluation are saved too
 def slim_job(cfg,                   # A `SlimConfig`
              out:str|Path,          # The output folder (new or empty; written atomically)
              evaluate:bool=True,    # Then evaluate dense and slimmed on the domain suite
@@ -311,8 +316,8 @@ def evaluate_domain(model,                  # The model: folder, hub id or `Enco
     if dense is None and shape == 'texts':
         raise ValueError("texts-only data are scored by agreement with the dense model: give it with --dense (a folder or hub id)")
     src = lambda m: None if isinstance(m, Encoder) else model_source(default_model(m))
-    if out: out = check_output_file(out, {**read_folders(data, src(model)), **{f'data file {r["path"]}': Path(r['path']).parent
-                                          for r in dd.sources if not str(r['path']).startswith('hf://')}}, ours=_domain_report)
+    if out: out = check_output_file(out, {**read_folders(data, src(model)), 'folder of a data file': [Path(r['path']).parent
+                                          for r in dd.sources if not str(r['path']).startswith('hf://')]}, ours=_domain_report)
     enc = lambda m: m if isinstance(m, Encoder) else Encoder.from_pretrained(src(m), **load)
     name = 'model' if isinstance(model, Encoder) or model is None else str(model)
     with stage({}, f'evaluate {name} on the held-out rows of the domain data', show_progress):

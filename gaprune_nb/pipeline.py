@@ -27,7 +27,7 @@ from .options import RECOVERY_BY_SHAPE, RunConfig
 from .registry import SHAPES, STAT_FIELDS, method, stat_fields
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, checksum_problem, dataset_sha256, write_checksums
 from .store import atomic_dir, sha256_json, state_dict_sha256
-from .outputs import check_output, check_space
+from .outputs import check_output, check_space, output_locks
 from .retraining import RetrainConfig, Teacher, mix_texts, retrain, teacher_targets
 
 # %% auto #0
@@ -241,6 +241,7 @@ def _recovery(enc:Encoder, cfg:RunConfig, data, timings:dict, say:bool) -> tuple
 
 
 # %% ../nbs/11_pipeline.ipynb #358e88ae
+@output_locks()  # `out` is this run's from its check to the end (`outputs.lock_output`)
 def prune_run(cfg:RunConfig,                      # The run's settings
               out:str|Path|None=None,             # Output folder (written atomically); None: keep in memory
               stats:GradientStats|str|Path|None=None,  # Reuse statistics (object or saved folder, checked against model and data)

@@ -26,7 +26,7 @@ from .slimming import gate_scores, mlp_widths, neuron_scores, slim, train_gates
 from .onnx_speed import graph_judge
 from .speed import forward_flops, measure_speedup, slim_to_speedup, unit_costs, unit_scores, usable_cores
 from .store import write_json
-from .outputs import check_output, check_space, run_folder
+from .outputs import check_output, check_space, output_locks, run_folder
 
 # %% auto #0
 __all__ = ['slim_data', 'slim_run']
@@ -90,6 +90,7 @@ def _fine(enc:Encoder, cfg:SlimConfig, data, train, texts:list[str], t:dict, say
     with stage(t, f'fine: keep {cfg.keep:.0%} of the MLP neurons', say):
         slim(enc, scores, cfg.keep, gates, fold=cfg.fold_gates)
 
+@output_locks()  # `out` is this run's from its check to the end (`outputs.lock_output`)
 def slim_run(cfg:SlimConfig,                  # The run's settings
              out:str|Path|None=None,          # Output folder (new or empty; written atomically); None: keep in memory
              encoder:Encoder|None=None,       # An already loaded model to slim in place (else `cfg.model` is loaded)
