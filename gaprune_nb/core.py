@@ -69,6 +69,10 @@ def model_source(name_or_path:str|Path # A local model folder or a Hugging Face 
         if not p.is_dir(): raise ModelLoadError(f"model {name_or_path} is a file; give the model's folder.")
         if not (p/'config.json').is_file():
             raise ModelLoadError(f"model folder {name_or_path} has no config.json, so it is not a transformers model folder.")
+        if not any(p.glob('tokenizer.json')) and not any(p.glob('vocab.*')) and not any(p.glob('*.model')):  # else transformers makes a tokenizer of special tokens only
+            raise ModelLoadError(f"model folder {name_or_path} has no tokenizer files (tokenizer.json, or vocab.txt / vocab.json / *.model), so every "
+                                 f"word would be [UNK]: copy them from the model's source, e.g. AutoTokenizer.from_pretrained(SOURCE).save_pretrained({str(p)!r})")
+        _read_json(p/'tokenizer.json')  # damaged: named now, with what to do
         return p
     s = str(name_or_path)
     if isinstance(name_or_path, Path) or s.startswith(('.', '/', '~')) or not _HUB_ID.fullmatch(s):
@@ -270,8 +274,6 @@ def from_pretrained(cls:Encoder, name_or_path:str|Path, # A local folder or a Hu
     room = (getattr(c, 'max_position_embeddings', None) or 1 << 30) - ((c.pad_token_id or 0) + 1 if c.model_type in ('roberta', 'xlm-roberta', 'mpnet', 'camembert') else 0)
     if (given.get('max_length') or 0) > room: raise ModelLoadError(f"model {name_or_path}: max_length {given['max_length']} is more than its {room} positions; give --max-length {room} or less.")
     kw['max_length'] = min(kw.get('max_length') or min(getattr(tok, 'model_max_length', 512) or 512, 512), room)  # a folder's own setting too
-
-
     specs = saved.get('head') or []
     head = [h.to(dtype) if dtype else h for h in _load_head(folder, specs)]
     enc = cls(model, tok, head=head, head_paths=[h['path'] for h in specs], prompts=saved.get('prompts'),

@@ -222,10 +222,10 @@ def slim_job(cfg,                   # A `SlimConfig`
     from gaprune_nb.data import data_root
     from gaprune_nb.fixtures import default_model
     from gaprune_nb.pipeline import load_kwargs
-    from gaprune_nb.slim_pipeline import slim_data, slim_run
+    from gaprune_nb.slim_pipeline import check_slim_sizes, slim_data, slim_run
     from gaprune_nb.store import write_json
     t0 = time.perf_counter()
-    limit = _as_limit(limit); data_root(cfg.data)  # checked before the slimming starts
+    limit = _as_limit(limit); data_root(cfg.data); check_slim_sizes(cfg)  # checked before the slimming starts
     data = slim_data(cfg)                          # the run's data, read once
     held = (held_out(cfg, data) if domain_held is None else domain_held) if evaluate else None
     bundled = evaluate and _bundled_suite(cfg.domain, cfg.data, held, 'gaprune slim --no-eval')
