@@ -61,6 +61,16 @@ class ModelLoadError(ValueError):
 
 _HUB_ID = re.compile(r'[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?')
 
+def _read_json(p:Path):
+    "A JSON file of a model folder ({} if absent); a `ModelLoadError` naming it, and what to do, if it is not valid JSON."
+    if not p.exists(): return {}
+    try: return json.loads(p.read_text())
+    except ValueError as e:  # not JSON, or not UTF-8
+        at = f" (line {e.lineno}, column {e.colno})" if isinstance(e, json.JSONDecodeError) else ''
+        raise ModelLoadError(f"model folder {p.parent}: {p.name} is not valid JSON{at}: {getattr(e, 'msg', e)}; "
+                             f"restore it from the model's source") from None
+
+
 def model_source(name_or_path:str|Path # A local model folder or a Hugging Face hub id
                 ) -> Path|str:
     "The local folder (a `Path`) or the hub id (a `str`); `ModelLoadError` for a path that is not there."
@@ -93,15 +103,6 @@ _ST_POOL = {'mean': 'mean', 'cls': 'cls', 'last': 'lasttoken', 'weighted_mean': 
 _ST_POOL_INV = {**{v: k for k, v in _ST_POOL.items()}, 'pooling_mode_mean_tokens': 'mean',
                 'pooling_mode_cls_token': 'cls', 'pooling_mode_lasttoken': 'last',
                 'pooling_mode_weightedmean_tokens': 'weighted_mean'}
-
-def _read_json(p:Path):
-    "A JSON file of a model folder ({} if absent); a `ModelLoadError` naming it, and what to do, if it is not valid JSON."
-    if not p.exists(): return {}
-    try: return json.loads(p.read_text())
-    except ValueError as e:  # not JSON, or not UTF-8
-        at = f" (line {e.lineno}, column {e.colno})" if isinstance(e, json.JSONDecodeError) else ''
-        raise ModelLoadError(f"model folder {p.parent}: {p.name} is not valid JSON{at}: {getattr(e, 'msg', e)}; "
-                             f"restore it from the model's source") from None
 
 def _backend_settings(tok) -> tuple|None:
     "The truncation and padding of a fast tokenizer's backend (every padded, truncated call changes them); None if slow."

@@ -8,7 +8,7 @@ import errno, json, os, shutil, socket, sys, time, uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-from .store import _alive, atomic_dir, atomic_update, clean_stale, recover_dir, write_json
+from .store import atomic_dir, atomic_update, clean_stale, pid_alive, recover_dir, write_json
 
 # %% auto #0
 __all__ = ['MANIFEST', 'LOCK', 'OutputError', 'listing', 'write_manifest', 'read_manifest', 'lock_output', 'release_outputs',
@@ -83,7 +83,7 @@ def _live(rec:dict|None) -> bool:
     "Whether the lock record `rec` is another process's that still runs (one on another host is assumed to)."
     if not rec or rec.get('pid') == os.getpid() and rec.get('host') == socket.gethostname(): return False
     if rec.get('host') != socket.gethostname(): return True
-    return isinstance(rec.get('pid'), int) and _alive(rec['pid']) and rec.get('started') in (None, _started(rec['pid']))
+    return isinstance(rec.get('pid'), int) and pid_alive(rec['pid']) and rec.get('started') in (None, _started(rec['pid']))
 
 def _in_use(r:Path, path, flag:str, rec:dict) -> OutputError:
     "The refusal of a folder another live process holds, naming it."

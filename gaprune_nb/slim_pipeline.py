@@ -12,7 +12,7 @@ import numpy as np
 
 from .arch import drop_sublayers, dropped_sublayers, find_layers
 from .heads import kept_heads
-from .core import Encoder, _read_json, model_source, seed_everything, write_model_files
+from .core import Encoder, model_source, seed_everything, write_model_files
 from .sources import DomainData, RunData, data_folders, given_data, load_domain, mix_rows, run_data
 from .layer_drop import drop_plan, effir_importance
 from .l3prune import l3prune_configs, l3prune_losses, truncate
@@ -61,7 +61,9 @@ def _recovery_reads_general(cfg:SlimConfig) -> bool:
 def _config_of(src, encoder:Encoder|None) -> dict|None:
     "The model's config as a dict: the encoder's, the folder's config.json, or a hub id's (None if it cannot be had without loading)."
     if encoder is not None: return encoder.model.config.to_dict()
-    if isinstance(src, Path): return _read_json(src/'config.json')
+    if isinstance(src, Path):
+        try: return json.loads((src/'config.json').read_text())
+        except ValueError: return None  # damaged: the load names it
     try:
         from transformers import AutoConfig
         return AutoConfig.from_pretrained(src).to_dict()
