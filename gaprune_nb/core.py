@@ -70,7 +70,6 @@ def _read_json(p:Path):
         raise ModelLoadError(f"model folder {p.parent}: {p.name} is not valid JSON{at}: {getattr(e, 'msg', e)}; "
                              f"restore it from the model's source") from None
 
-
 def model_source(name_or_path:str|Path # A local model folder or a Hugging Face hub id
                 ) -> Path|str:
     "The local folder (a `Path`) or the hub id (a `str`); `ModelLoadError` for a path that is not there."

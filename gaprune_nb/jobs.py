@@ -186,7 +186,7 @@ def run(cfg,                        # A `RunConfig`
         from gaprune_nb.domain_eval import check_held
         check_held(held)                                                # and enough held-out rows to measure
     if not overwrite and (report := _unevaluated(out, cfg)):  # an earlier run of these settings stopped in its evaluation
-        if _rank() == 0: lock_output(out)  # no second command evaluates it at the same time
+        lock_output(out)  # no second command evaluates it at the same time
         if show_progress: print(f"== {out} holds the pruned model of these settings, not yet evaluated: evaluating it", file=sys.stderr)
         pruned, report['seconds'] = Encoder.from_pretrained(out, **load_kwargs(cfg)), {}
     else: pruned, mask, report = prune_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite, cache=cache,
