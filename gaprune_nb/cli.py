@@ -12,6 +12,7 @@ from pathlib import Path
 from .dist import init_distributed, rank_world  # light too: torch.distributed is imported when a process group is joined
 from .jobs import TargetMissed, demo, evaluate_domain, evaluate_model, parse_limit, run, slim_job  # light too: each job imports what it runs
 from .options import POOLINGS, RECOVERIES, SPEED_AT, SPEED_OF, RunConfig, SlimConfig, check_device, check_domain, check_scope, check_sparsity, parse_columns  # light: no torch, so --help and bad arguments answer at once
+from .outputs import output_locks  # light too
 from .registry import ALIASES, DTYPES, METHODS, REGISTRY
 
 # %% auto #0
@@ -242,6 +243,7 @@ def _shown(argv:list[str]): # The command line's arguments
 def _one_line(e:BaseException) -> str:
     return ' '.join(str(e).split()) or type(e).__name__
 
+@output_locks()  # the command's --out is held from its check until the command ends, however it ends
 def main(argv:list[str]|None=None): # Arguments (default: the command line's)
     "Entry point of the `gaprune` console script: every error prints one clear line (`--debug` for the traceback)."
     args = build_parser(_shown(sys.argv[1:] if argv is None else argv)).parse_args(argv)

@@ -61,6 +61,15 @@ class ModelLoadError(ValueError):
 
 _HUB_ID = re.compile(r'[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?')
 
+def _read_json(p:Path):
+    "A JSON file of a model folder ({} if absent); a `ModelLoadError` naming it, and what to do, if it is not valid JSON."
+    if not p.exists(): return {}
+    try: return json.loads(p.read_text())
+    except ValueError as e:  # not JSON, or not UTF-8
+        at = f" (line {e.lineno}, column {e.colno})" if isinstance(e, json.JSONDecodeError) else ''
+        raise ModelLoadError(f"model folder {p.parent}: {p.name} is not valid JSON{at}: {getattr(e, 'msg', e)}; "
+                             f"restore it from the model's source") from None
+
 def model_source(name_or_path:str|Path # A local model folder or a Hugging Face hub id
                 ) -> Path|str:
     "The local folder (a `Path`) or the hub id (a `str`); `ModelLoadError` for a path that is not there."
@@ -69,6 +78,10 @@ def model_source(name_or_path:str|Path # A local model folder or a Hugging Face 
         if not p.is_dir(): raise ModelLoadError(f"model {name_or_path} is a file; give the model's folder.")
         if not (p/'config.json').is_file():
             raise ModelLoadError(f"model folder {name_or_path} has no config.json, so it is not a transformers model folder.")
+        if not any(p.glob('tokenizer.json')) and not any(p.glob('vocab.*')) and not any(p.glob('*.model')):  # else transformers makes a tokenizer of special tokens only
+            raise ModelLoadError(f"model folder {name_or_path} has no tokenizer files (tokenizer.json, or vocab.txt / vocab.json / *.model), so every "
+                                 f"word would be [UNK]: copy them from the model's source, e.g. AutoTokenizer.from_pretrained(SOURCE).save_pretrained({str(p)!r})")
+        _read_json(p/'tokenizer.json')  # damaged: named now, with what to do
         return p
     s = str(name_or_path)
     if isinstance(name_or_path, Path) or s.startswith(('.', '/', '~')) or not _HUB_ID.fullmatch(s):
@@ -89,15 +102,6 @@ _ST_POOL = {'mean': 'mean', 'cls': 'cls', 'last': 'lasttoken', 'weighted_mean': 
 _ST_POOL_INV = {**{v: k for k, v in _ST_POOL.items()}, 'pooling_mode_mean_tokens': 'mean',
                 'pooling_mode_cls_token': 'cls', 'pooling_mode_lasttoken': 'last',
                 'pooling_mode_weightedmean_tokens': 'weighted_mean'}
-
-def _read_json(p:Path):
-    "A JSON file of a model folder ({} if absent); a `ModelLoadError` naming it, and what to do, if it is not valid JSON."
-    if not p.exists(): return {}
-    try: return json.loads(p.read_text())
-    except ValueError as e:  # not JSON, or not UTF-8
-        at = f" (line {e.lineno}, column {e.colno})" if isinstance(e, json.JSONDecodeError) else ''
-        raise ModelLoadError(f"model folder {p.parent}: {p.name} is not valid JSON{at}: {getattr(e, 'msg', e)}; "
-                             f"restore it from the model's source") from None
 
 def _backend_settings(tok) -> tuple|None:
     "The truncation and padding of a fast tokenizer's backend (every padded, truncated call changes them); None if slow."
@@ -270,8 +274,6 @@ def from_pretrained(cls:Encoder, name_or_path:str|Path, # A local folder or a Hu
     room = (getattr(c, 'max_position_embeddings', None) or 1 << 30) - ((c.pad_token_id or 0) + 1 if c.model_type in ('roberta', 'xlm-roberta', 'mpnet', 'camembert') else 0)
     if (given.get('max_length') or 0) > room: raise ModelLoadError(f"model {name_or_path}: max_length {given['max_length']} is more than its {room} positions; give --max-length {room} or less.")
     kw['max_length'] = min(kw.get('max_length') or min(getattr(tok, 'model_max_length', 512) or 512, 512), room)  # a folder's own setting too
-
-
     specs = saved.get('head') or []
     head = [h.to(dtype) if dtype else h for h in _load_head(folder, specs)]
     enc = cls(model, tok, head=head, head_paths=[h['path'] for h in specs], prompts=saved.get('prompts'),

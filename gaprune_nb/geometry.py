@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from .data import domain_triplets
-from .outputs import check_output, run_folder
+from .outputs import check_output, output_locks, run_folder
 
 # %% auto #0
 __all__ = ['METRICS', 'SET_SIZE', 'alignment', 'uniformity', 'cross_correlation', 'effective_dimension', 'effective_rank',
@@ -226,6 +226,7 @@ def heldout_triplets(domain:str,     # A domain of the data folder, e.g. 'financ
     keep = [i for i, q in enumerate(ds['query']) if q not in exclude][:n]
     return ds.select(keep)
 
+@output_locks()  # `out` is this command's from its check to the end (`outputs.lock_output`)
 def analyze(runs:list,            # Run folders written by `gaprune prune` / `run` / `slim`
             out,                  # Folder for geometry.csv, geometry.md and the figures
             n:int=1000,           # Held-out triplets
@@ -241,7 +242,7 @@ def analyze(runs:list,            # Run folders written by `gaprune prune` / `ru
     from gaprune_nb.core import Encoder
     from gaprune_nb.fixtures import default_model
     from gaprune_nb.runs import load_calibration
-    runs, out = [Path(r) for r in runs], Path(out)
+    runs = [Path(r) for r in runs]
     meta = {}
     for r in runs:
         f = next((r/x for x in ('gaprune_report.json', 'slim_report.json') if (r/x).is_file()), None)
@@ -252,7 +253,7 @@ def analyze(runs:list,            # Run folders written by `gaprune prune` / `ru
         raise ValueError(f"analyze compares runs of one dense model and domain; got models {sorted(map(str, models))}, domains {sorted(domains)}.")
     model, domain = models.pop(), domains.pop()
     from gaprune_nb.runs import read_folders
-    out = check_output(out, overwrite, read_folders(data, default_model(model), **{f'run folder {r}': r for r in runs}), kind='analyze')  # before any work
+    out = check_output(out, overwrite, read_folders(data, default_model(model), **{'run folder': runs}), kind='analyze')  # before any work
     exclude = {q for r in runs if (r/'calibration').is_dir() for d in load_calibration(r/'calibration').values() for q in d['query']}
     trip = heldout_triplets(domain, exclude, n, root=data)
     load = lambda src: Encoder.from_pretrained(src, device=device, dtype=dtype)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os, sys, time
 from pathlib import Path
 
+from .outputs import lock_output, output_locks  # light: no torch
+
 # %% auto #0
 __all__ = ['demo', 'parse_limit', 'evaluate_model', 'held_out', 'compare', 'run', 'TargetMissed', 'slim_job', 'domain_suite',
            'evaluate_domain']
@@ -158,6 +160,7 @@ def _unevaluated(out:str|Path, # A run folder
     if (read_manifest(out) or {}).get(f.name) != 'prune' or 'evaluation' in rep: return None
     return rep if rep.get('config') == json.loads(to_json(dict(asdict(cfg), model=cfg.model))) else None
 
+@output_locks()  # `out` is this job's until its evaluation is saved too
 def run(cfg,                        # A `RunConfig`
         out:str|Path,               # The run folder
         limit=None,                 # Evaluation subsample: 'tiny', N queries per task, or None (full suites)
@@ -184,6 +187,7 @@ def run(cfg,                        # A `RunConfig`
         from gaprune_nb.domain_eval import check_held
         check_held(held)                                                # and enough held-out rows to measure
     if not overwrite and (report := _unevaluated(out, cfg)):  # an earlier run of these settings stopped in its evaluation
+        lock_output(out)  # no second command evaluates it at the same time
         if show_progress: print(f"== {out} holds the pruned model of these settings, not yet evaluated: evaluating it", file=sys.stderr)
         pruned, report['seconds'] = Encoder.from_pretrained(out, **load_kwargs(cfg)), {}
     else: pruned, mask, report = prune_run(cfg, out=out, show_progress=show_progress, overwrite=overwrite, cache=cache,
@@ -227,6 +231,7 @@ def _missed(plan:dict, cfg, out) -> str:
                }.get(plan['stopped'], (f"after {len(plan['tries'])} plans", "rerun the same command (timings vary by a few percent), or ask for less"))
     return f"target {want:g}x not reached: the plan measured {got:.2f}x ({1 - got / want:.0%} short), {why}; the model is saved in {out} for inspection: {do}"
 
+@output_locks()  # `out` is this job's until its exports and evaluation are saved too
 def slim_job(cfg,                   # A `SlimConfig`
              out:str|Path,          # The output folder (new or empty; written atomically)
              evaluate:bool=True,    # Then evaluate dense and slimmed on the domain suite
@@ -243,10 +248,10 @@ def slim_job(cfg,                   # A `SlimConfig`
     from gaprune_nb.data import data_root
     from gaprune_nb.fixtures import default_model
     from gaprune_nb.pipeline import load_kwargs
-    from gaprune_nb.slim_pipeline import slim_data, slim_run
+    from gaprune_nb.slim_pipeline import check_slim_sizes, slim_data, slim_run
     from gaprune_nb.store import write_json
     t0 = time.perf_counter()
-    limit = _as_limit(limit); data_root(cfg.data)  # checked before the slimming starts
+    limit = _as_limit(limit); data_root(cfg.data); check_slim_sizes(cfg)  # checked before the slimming starts
     data = slim_data(cfg)                          # the run's data, read once
     held = (held_out(cfg, data) if domain_held is None else domain_held) if evaluate else None
     bundled = evaluate and _bundled_suite(cfg.domain, cfg.data, held, 'gaprune slim --no-eval')
@@ -338,8 +343,8 @@ def evaluate_domain(model,                  # The model: folder, hub id or `Enco
     if dense is None and shape == 'texts':
         raise ValueError("texts-only data are scored by agreement with the dense model: give it with --dense (a folder or hub id)")
     src = lambda m: None if isinstance(m, Encoder) else model_source(default_model(m))
-    if out: out = check_output_file(out, {**read_folders(data, src(model)), **{f'data file {r["path"]}': Path(r['path']).parent
-                                          for r in dd.sources if not str(r['path']).startswith('hf://')}}, ours=_domain_report)
+    if out: out = check_output_file(out, {**read_folders(data, src(model)), 'folder of a data file': [Path(r['path']).parent
+                                          for r in dd.sources if not str(r['path']).startswith('hf://')]}, ours=_domain_report)
     enc = lambda m: m if isinstance(m, Encoder) else Encoder.from_pretrained(src(m), **load)
     name = 'model' if isinstance(model, Encoder) or model is None else str(model)
     with stage({}, f'evaluate {name} on the held-out rows of the domain data', show_progress):

@@ -131,7 +131,7 @@ def st_onnx_lines(folder:str|Path,   # The model folder, as the load lines shoul
 
 def _card(folder, kinds, remote, speeds=None) -> str:
     what = {'onnx': 'fp32', 'onnx-int8': 'int8 weights, one scale per output channel', 'onnx-int8-tensor': 'int8 weights, one scale per matrix: faster, further from fp32'}
-    lines = '\n'.join(f'model = {l}  # {what[k]}' for k, l in st_onnx_lines(folder, kinds, remote).items())
+    lines = '\n'.join(f'model = {l}  # {what[k]}' for k, l in st_onnx_lines(Path(folder).name, kinds, remote).items())  # the folder's name, not the maker's path
     sp = ''.join(f"- `{ST_FILES[k]}`: **{s['batch_speedup']:.2f}×** the dense model's speed in PyTorch for {s['batch']} texts of {s['tokens']} tokens, "
                  f"**{s['single_speedup']:.2f}×** for one text ({s['threads']} thread{'s' if s['threads'] != 1 else ''}, {s['cpu']}, {s['runtime']}, "
                  f"{'a quiet machine' if s.get('quiet', True) else 'other processes busy: a quiet machine may differ'})\n" for k, s in (speeds or {}).items() if k in kinds)

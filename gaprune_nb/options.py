@@ -217,7 +217,7 @@ class SlimConfig(ModelConfig):
         "`speedup` or `keep` / `drop_mlp`, not both; resolve the defaults that depend on which."
         if self.speedup is not None:
             if not (isinstance(self.speedup, (int, float)) and 1 < self.speedup <= 100):
-                raise ValueError(f"speedup must be a number above 1 (dense seconds / slimmed seconds, e.g. 2), not {self.speedup!r}")
+                raise ValueError(f"speedup must be a number above 1 and at most 100 (dense seconds / slimmed seconds, e.g. 2), not {self.speedup!r}")
             if self.keep not in (None, 1.0) or self.drop_mlp:  # 1.0: what it resolves to (a `replace` checks again)
                 raise ValueError("give --speedup or --keep / --drop-mlp, not both: with --speedup the measured speed decides what goes")
             if self.scorer not in (None, 'contribution'):

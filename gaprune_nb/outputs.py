@@ -4,27 +4,32 @@
 
 # %% ../nbs/00e_outputs.ipynb #a0d10004
 from __future__ import annotations
-import json, os, shutil, uuid
+import errno, json, os, shutil, socket, sys, time, uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-from .store import atomic_dir, atomic_update, clean_stale, write_json
+from .store import atomic_dir, atomic_update, clean_stale, pid_alive, recover_dir, write_json
 
 # %% auto #0
-__all__ = ['MANIFEST', 'OutputError', 'listing', 'write_manifest', 'read_manifest', 'run_folder', 'add_files', 'check_writable',
-           'check_space', 'check_output', 'check_output_file']
+__all__ = ['MANIFEST', 'LOCK', 'OutputError', 'listing', 'write_manifest', 'read_manifest', 'lock_output', 'release_outputs',
+           'output_locks', 'run_folder', 'add_files', 'check_writable', 'check_space', 'check_output',
+           'check_output_file']
 
 # %% ../nbs/00e_outputs.ipynb #736dc7e0
 class OutputError(ValueError):
     "An output path that would overwrite or delete something gaprune_nb did not write."
 
 MANIFEST = 'gaprune_files.json'  # in every folder a command writes: {file: the kind of run that made it}
+LOCK = '.gaprune.lock'            # in an output folder while a command writes it: which process (`lock_output`)
+
+def _is_lock(name:str) -> bool: return name == LOCK or name.startswith(LOCK + '.')  # the lock and its temporaries: never a run's file, never a user's
 
 def listing(path:str|Path # A folder
            ) -> list[str]:
     "Every file under `path` as a sorted relative POSIX path, and every empty folder with a trailing '/' (`MANIFEST` itself left out)."
     path, out = Path(path), []
     for p in path.rglob('*'):
+        if p.parent == path and _is_lock(p.name): continue
         if p.is_symlink() or p.is_file() and p.name != MANIFEST: out.append(p.relative_to(path).as_posix())
         elif p.is_dir() and not any(p.iterdir()): out.append(p.relative_to(path).as_posix() + '/')
     return sorted(out)
@@ -46,7 +51,7 @@ def _foreign(path:Path, kind:str, only:list|None=None) -> list[str]:
     "The top-level entries of `path` (those named in `only`) holding anything a gaprune `kind` run did not write there: 'NOTES.txt', 'plots/'."
     made, out = read_manifest(path) or {}, []
     for e in sorted(path.iterdir()):
-        if e.name == MANIFEST or only is not None and e.name not in only: continue
+        if e.name == MANIFEST or _is_lock(e.name) or only is not None and e.name not in only: continue
         if not e.exists() and not e.is_symlink(): continue
         if e.is_dir() and not e.is_symlink():
             files = [p for p in e.rglob('*') if not p.is_dir() or p.is_symlink() or not any(p.iterdir())] or [e]  # files, links, empty folders
@@ -56,6 +61,109 @@ made.get(p.relative_to(path).as_posix() + ('/' if p.is_dir() and not p.is_symlin
         if bad: out.append(e.name + ('/' if e.is_dir() and not e.is_symlink() else ''))
     return out
 
+# %% ../nbs/00e_outputs.ipynb #77d85e61
+_HELD = {}    # {folder: (its lock record, the folders made for it)}: the output folders this process holds
+_DEPTH = [0]  # how deep in `output_locks` blocks: the outermost releases
+
+def _rank0() -> bool: return os.environ.get('RANK', '0') == '0'  # under torchrun the first process locks for all
+
+def _started(pid:int) -> str|None:
+    "When process `pid` started (Linux: clock ticks since boot), so that a recycled pid is not taken for a lock's holder; None where unknown."
+    try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[19]
+    except (OSError, IndexError): return None
+
+def _read_lock(f:Path) -> dict|None:
+    "The record in the lock file `f`: None if there is none, {} if it cannot be read."
+    try: d = json.loads(f.read_text())
+    except FileNotFoundError: return None
+    except (OSError, ValueError): return {}
+    return d if isinstance(d, dict) else {}
+
+def _live(rec:dict|None) -> bool:
+    "Whether the lock record `rec` is another process's that still runs (one on another host is assumed to)."
+    if not rec or rec.get('pid') == os.getpid() and rec.get('host') == socket.gethostname(): return False
+    if rec.get('host') != socket.gethostname(): return True
+    return isinstance(rec.get('pid'), int) and pid_alive(rec['pid']) and rec.get('started') in (None, _started(rec['pid']))
+
+def _in_use(r:Path, path, flag:str, rec:dict) -> OutputError:
+    "The refusal of a folder another live process holds, naming it."
+    far = rec.get('host') != socket.gethostname()
+    return OutputError(f"{flag} {path} is in use by another gaprune command (process {rec.get('pid')}{f' on ' + str(rec.get('host')) if far else ''}, "
+                       f"since {rec.get('since')}); wait for it to finish, or choose another folder{f' (if it no longer runs, delete {r/LOCK})' if far else ''}.")
+
+def _link(r:Path, rec:dict) -> bool:
+    "Create `r`'s lock file holding `rec`, whole or not at all; False if there is one."
+    tmp = r/f'{LOCK}.{os.getpid()}-{uuid.uuid4().hex[:8]}'
+    tmp.write_text(json.dumps(rec))
+    try: os.link(tmp, r/LOCK); return True
+    except FileExistsError: return False
+    except OSError:  # a file system without hard links
+        try: fd = os.open(r/LOCK, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        except FileExistsError: return False
+        with os.fdopen(fd, 'w') as h: h.write(json.dumps(rec))
+        return True
+    finally: tmp.unlink(missing_ok=True)
+
+def _take(r:Path, rec:dict, flag:str, path):
+    "Lock the folder `r` with `rec`: an `OutputError` naming a live holder; a dead one's lock is taken over, said on stderr."
+    for _ in range(3):
+        if _link(r, rec): return
+        if _live(old := _read_lock(r/LOCK)): raise _in_use(r, path, flag, old)
+        aside = r/f'{LOCK}.stale-{os.getpid()}-{uuid.uuid4().hex[:8]}'
+        try: (r/LOCK).rename(aside)
+        except FileNotFoundError: continue  # another process took it over first
+        if _live(got := _read_lock(aside)):  # ... and this rename moved its new lock: put it back
+            try: os.link(aside, r/LOCK)
+            except OSError: pass
+            aside.unlink(missing_ok=True); raise _in_use(r, path, flag, got)
+        aside.unlink(missing_ok=True)
+        if got.get('pid') != os.getpid():
+            who = f"gaprune process {got['pid']}, which is no longer running" if got.get('pid') else "a gaprune command that no longer runs (its lock was unreadable)"
+            print(f"{flag} {path}: took over the lock of {who}", file=sys.stderr)
+    raise _in_use(r, path, flag, _read_lock(r/LOCK) or {})
+
+def _remove_empty(folders:list):
+    "Remove each folder in turn (deepest first) while it is empty."
+    for q in folders:
+        try: q.rmdir()
+        except OSError: break
+
+def lock_output(path:str|Path,    # An output folder `check_output` accepted (made, empty, if it is new)
+                flag:str='--out', # How the path is named in messages
+                shown=None        # The path as the user gave it (default: `path`)
+               ) -> Path:
+    "Hold the folder `path` for this process until the outermost `output_locks` block ends; an `OutputError` naming the process that holds it."
+    r = Path(path).expanduser().resolve()
+    if r in _HELD or not _rank0(): return r
+    recover_dir(r)  # an old folder a crash mid-swap left aside goes back first
+    made = [q for q in (r, *r.parents) if not q.exists()]
+    r.mkdir(parents=True, exist_ok=True)
+    rec = dict(pid=os.getpid(), host=socket.gethostname(), started=_started(os.getpid()), since=time.strftime('%Y-%m-%d %H:%M:%S'), token=uuid.uuid4().hex)
+    try: _take(r, rec, flag, path if shown is None else shown)
+    except BaseException: _remove_empty(made); raise
+    _HELD[r] = (rec, made)
+    return r
+
+def release_outputs():
+    "Release every output folder this process holds: its lock goes, and a folder made for it that stayed empty."
+    while _HELD:
+        r, (rec, made) = _HELD.popitem()
+        if _read_lock(r/LOCK) == rec: (r/LOCK).unlink(missing_ok=True)
+        _remove_empty(made)
+
+@contextmanager
+def output_locks():
+    "Inside the block (or a function it decorates) `check_output` locks each output folder it accepts; the outermost block releases them, however it ends."
+    _DEPTH[0] += 1
+    try: yield
+    finally:
+        _DEPTH[0] -= 1
+        if not _DEPTH[0]: release_outputs()
+
+def _carry_lock(path, tmp:Path):
+    "This process's lock of the folder `path`, copied into `tmp`, the folder about to replace it."
+    if held := _HELD.get(Path(path).expanduser().resolve()): (tmp/LOCK).write_text(json.dumps(held[0]))
+
 # %% ../nbs/00e_outputs.ipynb #a0d10006
 @contextmanager
 def run_folder(path:str|Path, # The folder to (re)place
@@ -64,6 +172,7 @@ def run_folder(path:str|Path, # The folder to (re)place
     with atomic_dir(path) as tmp:
         yield tmp
         write_manifest(tmp, kind)
+        _carry_lock(path, tmp)  # the folder swapped in is still this process's
 
 @contextmanager
 def add_files(path:str|Path, # The folder written into: new, or an existing one whose other files are kept
@@ -85,14 +194,22 @@ def add_files(path:str|Path, # The folder written into: new, or an existing one 
 # %% ../nbs/00e_outputs.ipynb #dca14085
 def _inside(a:Path, b:Path) -> bool: return a == b or b in a.parents
 
-def _protected(r:Path, path, flag:str, protect:dict):
-    "`OutputError` if `r` is, is inside or contains one of the `protect` folders ({what: folder})."
-    for what, q in (protect or {}).items():
-        if q is None: continue
-        q = Path(q).expanduser().resolve()
-        if _inside(r, q) or _inside(q, r):
-            raise OutputError(f"{flag} {path} {'is' if r == q else 'is inside' if _inside(r, q) else 'contains'} "
-                              f"the {what} {q}; refusing to write there. Give a folder outside it.")
+def _beside(q:Path, suffix:str, path) -> str:
+    "A new folder beside `q`, written as the user wrote `path` (relative or absolute)."
+    ex = q.with_name(f'{q.name}-{suffix}')
+    return str(ex if Path(path).expanduser().is_absolute() else os.path.relpath(ex))
+
+def _protected(r:Path, path, flag:str, protect:dict, suffix:str|None=None):
+    "`OutputError` if `r` is, is inside or contains one of the `protect` folders ({what: a folder or a list of them}); it names a folder beside that one (`suffix`: its name's end; None: `r` is a file)."
+    for what, qs in (protect or {}).items():
+        for q in qs if isinstance(qs, (list, tuple)) else [qs]:
+            if q is None: continue
+            q = Path(q).expanduser().resolve()
+            if not (_inside(r, q) or _inside(q, r)): continue
+            how = 'is' if r == q else 'is inside' if _inside(r, q) else 'contains'
+            fix = (f"Give a {'file' if suffix is None else 'folder'} that does not contain it" if how == 'contains' else
+                   'Give a file outside it' if suffix is None else f'Give a new folder outside it, e.g. {_beside(q, suffix, path)}')
+            raise OutputError(f"{flag} {path} {how} the {what} {q}; refusing to write there. {fix}.")
 
 def _existing(p:Path) -> Path:
     "`p` or its nearest existing parent."
@@ -103,16 +220,24 @@ def check_writable(r:Path,          # A resolved output path (file or folder), n
                    flag:str='--out', # How the path is named in messages
                    path=None         # As the user gave it
                   ):
-    "`OutputError` now, before any work, if the package could not write `r` (beside it, where its temporary sibling goes)."
+    "`OutputError` now, before any work, if the package could not write `r`: beside it (its temporary sibling) and, an existing folder, in it (its lock)."
     path = r if path is None else path
     if r.is_dir() and os.path.ismount(r):
+        if e := _unwritable(r, LOCK):  # a folder inside it would fail too
+            what = 'a read-only mount point' if e.errno == errno.EROFS else 'a mount point you cannot write in'
+            raise OutputError(f"{flag} {path} is {what} ({e.strerror}); choose a folder on a disk you can write to.")
         raise OutputError(f"{flag} {path} is a mount point; gaprune_nb writes a new folder beside the target and swaps it in, "
                           f"which a mount point cannot take. Give a folder inside it, e.g. {Path(path)/'run'}.")
-    where = _existing(r.parent)
-    probe = where/f'.{r.name}.probe-{os.getpid()}-{uuid.uuid4().hex[:8]}'
+    for where, probe in {_existing(r.parent): f'.{r.name}', **({r: LOCK} if r.is_dir() else {})}.items():
+        if e := _unwritable(where, probe):
+            raise OutputError(f"{flag} {path}: cannot write in {where} ({e.strerror}); choose a folder you can write to.")
+
+def _unwritable(where:Path, name:str) -> OSError|None:
+    "The error making a hidden folder `name`.probe-... in `where` (removed at once) gives, or None if it can be made."
+    probe = where/f'{name}.probe-{os.getpid()}-{uuid.uuid4().hex[:8]}'
     try: probe.mkdir(); probe.rmdir()
-    except OSError as e:
-        raise OutputError(f"{flag} {path}: cannot write in {where} ({e.strerror}); choose a folder you can write to.") from None
+    except OSError as e: return e
+    return None
 
 def check_space(path:str|Path,     # Where the output goes (it or a parent exists)
                 need:int,          # Bytes the output will take
@@ -133,16 +258,18 @@ def check_output(path:str|Path,        # The requested output folder
                  flag:str='--out',      # How the path is named in messages
                  marker:str|None=None   # With `kind=None`: the file that marks a work folder (a cache) as the package's
                 ) -> Path:
-    "The resolved output folder, or an `OutputError` if writing there could destroy files the package did not write."
+    "The resolved output folder, or an `OutputError` if writing there could destroy files the package did not write, or another command writes it; inside `output_locks` it is then locked for this one."
+    if not str(path).strip(): raise OutputError(f"{flag} {str(path)!r} names no folder; give the folder to write, e.g. {flag} runs/NAME.")
     p = Path(path).expanduser()
     if p.is_symlink(): raise OutputError(f"{flag} {path} is a symbolic link; give the real folder.")
     r, cwd, home = p.resolve(), Path.cwd().resolve(), Path.home().resolve()
     bad = ('the file-system root' if r == Path(r.anchor) else 'your home folder' if r == home else
            'the working folder' if r == cwd else 'a parent of the working folder' if r in cwd.parents else None)
     if bad: raise OutputError(f"{flag} {path} is {bad}; refusing to write there. Give a new folder, e.g. runs/NAME.")
-    _protected(r, path, flag, protect)
+    _protected(r, path, flag, protect, kind or 'cache')
     if r.exists() and not r.is_dir(): raise OutputError(f"{flag} {path} is a file, not a folder; give a new folder.")
-    if r.is_dir() and any(r.iterdir()):
+    if kind is not None and _rank0() and r not in _HELD and _live(rec := _read_lock(r/LOCK)): raise _in_use(r, path, flag, rec)  # before its files are judged
+    if r.is_dir() and any(not _is_lock(e.name) for e in r.iterdir()):
         if kind is None:  # a work folder, added to by every run that shares it
             if not (r/marker).is_file():
                 raise OutputError(f"{flag} {path} holds files gaprune_nb did not write (it has no {marker}); refusing to "
@@ -159,6 +286,7 @@ def check_output(path:str|Path,        # The requested output folder
                               f"a gaprune {kind} run did not write; --overwrite replaces only a run's own files. Move "
                               f"{'it' if n == 1 else 'them'} out of {path}, or choose a new folder.")
     check_writable(r, flag, path); clean_stale(r)
+    if kind is not None and _DEPTH[0]: lock_output(r, flag, path)
     return r
 
 def check_output_file(path:str|Path,         # The requested output file
@@ -168,6 +296,7 @@ def check_output_file(path:str|Path,         # The requested output file
                      ) -> Path:
     "The resolved output file, or an `OutputError` if it is a folder, lies in a protected folder, or would replace a file the package did not write."
     p = Path(path).expanduser()
+    if not str(path).strip(): raise OutputError(f"{flag} {str(path)!r} names no file; give the file to write, e.g. {flag} report.json.")
     if p.is_symlink(): raise OutputError(f"{flag} {path} is a symbolic link; give a file name.")
     r = p.resolve()
     _protected(r, path, flag, protect)

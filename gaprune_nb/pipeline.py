@@ -13,7 +13,7 @@ from .core import Encoder, model_source, seed_everything
 from .arch import find_layers
 from datasets import concatenate_datasets
 from .data import data_root
-from .sources import RunData, data_folders, load_domain, run_data
+from .sources import RunData, data_folders, given_data, load_domain, run_data
 from .sampling import kmeans_sample
 from .fixtures import default_model
 from .dist import barrier, init_distributed, rank_world
@@ -27,7 +27,7 @@ from .options import RECOVERY_BY_SHAPE, RunConfig
 from .registry import SHAPES, STAT_FIELDS, method, stat_fields
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, checksum_problem, dataset_sha256, write_checksums
 from .store import atomic_dir, sha256_json, state_dict_sha256
-from .outputs import check_output, check_space
+from .outputs import check_output, check_space, output_locks
 from .retraining import RetrainConfig, Teacher, mix_texts, retrain, teacher_targets
 
 # %% auto #0
@@ -224,9 +224,9 @@ def _needs(m, cfg:RunConfig) -> str:
 
 def prune_data(cfg:RunConfig # The run's settings
               ) -> RunData|None:
-    "The data a prune run reads, read once and checked (shape, held-out split, rows): `prune_run` and the job evaluating it share it. None if the run reads none."
+    "The data a prune run reads, read once and checked (shape, held-out split, rows): `prune_run` and the job evaluating it share it. None if the run reads none and was given none (`sources.given_data`)."
     m = method(cfg.method)
-    if not (m.calib or cfg.update is not None or cfg.retrain_steps): return None  # no calibration, no OBS update, no recovery
+    if not (m.calib or cfg.update is not None or cfg.retrain_steps): return given_data(cfg, f"method {cfg.method!r}")  # no calibration, no OBS update, no recovery
     what = f"method {cfg.method!r}" + (" with update='obs'" if cfg.update and not m.calib else '')
     return run_data(cfg, _needs(m, cfg), what, cfg.n_calib)
 
@@ -241,6 +241,7 @@ def _recovery(enc:Encoder, cfg:RunConfig, data, timings:dict, say:bool) -> tuple
 
 
 # %% ../nbs/11_pipeline.ipynb #358e88ae
+@output_locks()  # `out` is this run's from its check to the end (`outputs.lock_output`)
 def prune_run(cfg:RunConfig,                      # The run's settings
               out:str|Path|None=None,             # Output folder (written atomically); None: keep in memory
               stats:GradientStats|str|Path|None=None,  # Reuse statistics (object or saved folder, checked against model and data)

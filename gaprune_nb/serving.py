@@ -107,7 +107,7 @@ model = SentenceTransformer({path!r}, trust_remote_code=True)
 
 def write_slim_files(folder:Path,    # The folder a model marked by `mark_slim` was just saved into (`save_pretrained`)
                      config,         # That model's config
-                     name:str|None=None # The folder's final path, for the model card's load line (default: `folder`)
+                     name:str|None=None # The folder's final path: its name is the model card's load line's (default: `folder`)
                     ):
     "Write `gaprune_slim.py` and a model card (README.md), and give `config.json` the slim model type."
     import json
@@ -120,5 +120,5 @@ def write_slim_files(folder:Path,    # The folder a model marked by `mark_slim` 
     what = '; '.join([f'{k} sub-layers dropped in layers {d[k]}' for k in ('attn', 'mlp') if d.get(k)] + ([f'MLP widths {w}'] if w else [])
                      + ([f'attention heads per layer {heads}'] if any(x is not None for x in heads) else []))
     (folder/'README.md').write_text(_CARD.format(name=Path(name or folder).name, base=type(config).__name__.replace('Config', 'Model'),
-                                                 what=what, file=SLIM_FILE, path=str(name or folder)))
+                                                 what=what, file=SLIM_FILE, path=Path(name or folder).name))  # the folder's name: the maker's absolute path would not load elsewhere
 

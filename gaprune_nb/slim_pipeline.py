@@ -13,7 +13,7 @@ import numpy as np
 from .arch import drop_sublayers, dropped_sublayers, find_layers
 from .heads import kept_heads
 from .core import Encoder, model_source, seed_everything, write_model_files
-from .sources import DomainData, RunData, data_folders, load_domain, mix_rows, run_data
+from .sources import DomainData, RunData, data_folders, given_data, load_domain, mix_rows, run_data
 from .layer_drop import drop_plan, effir_importance
 from .l3prune import l3prune_configs, l3prune_losses, truncate
 from .options import RECOVERY_BY_SHAPE, SlimConfig
@@ -27,10 +27,10 @@ from .onnx_speed import graph_judge
 from .busy import settle, usable_cores
 from .speed import forward_flops, measure_speedup, slim_to_speedup, unit_costs, unit_scores
 from .store import write_json
-from .outputs import check_output, check_space, run_folder
+from .outputs import check_output, check_space, output_locks, run_folder
 
 # %% auto #0
-__all__ = ['slim_data', 'slim_run']
+__all__ = ['check_slim_sizes', 'slim_data', 'slim_run']
 
 # %% ../nbs/11a_slim_pipeline.ipynb #38cc0139
 def _params(enc:Encoder) -> dict:
@@ -59,12 +59,40 @@ def _recovery_reads_general(cfg:SlimConfig) -> bool:
     "Whether the fine-tuning reads the general side: distillation (general texts) or `general_triplets` (general rows)."
     return cfg.finetune != 'none' and cfg.finetune_steps > 0 and (cfg.recovery not in (None, 'contrastive') or cfg.general_triplets > 0)
 
+def _config_of(src, encoder:Encoder|None) -> dict|None:
+    "The model's config as a dict: the encoder's, the folder's config.json, or a hub id's (None if it cannot be had without loading)."
+    if encoder is not None: return encoder.model.config.to_dict()
+    if isinstance(src, Path):
+        try: return json.loads((src/'config.json').read_text())
+        except ValueError: return None  # damaged: the load names it
+    try:
+        from transformers import AutoConfig
+        return AutoConfig.from_pretrained(src).to_dict()
+    except Exception: return None  # the load names the problem
+
+def check_slim_sizes(cfg:SlimConfig,              # The run's settings
+                     encoder:Encoder|None=None    # The model `slim_run` was given, if any (else `cfg.model`)
+                    ) -> Path|str|None:
+    "The model source (`model_source`), once `--layers` and `--drop-mlp` are checked against the model's config (read alone, before any work): a `ValueError` naming the flag and its range."
+    src = model_source(default_model(cfg.model)) if encoder is None else None
+    digits = str(cfg.layers).isdigit()
+    c = (_config_of(src, encoder) or {}) if cfg.drop_mlp or digits else {}
+    n = c.get('num_hidden_layers') or c.get('n_layer') or c.get('num_layers')
+    if not isinstance(n, int): return src
+    if digits and int(cfg.layers) > n: raise ValueError(f"--layers {cfg.layers}: the model has {n} layers; give 1 to {n}, or small / large (L3Prune's choice)")
+    keep = int(cfg.layers) if digits else n
+    mlps = keep - sum(i < keep for i in (c.get('gaprune_dropped') or {}).get('mlp', []))
+    if cfg.drop_mlp and cfg.drop_mlp >= mlps:
+        raise ValueError(f"--drop-mlp {cfg.drop_mlp}: the model has {mlps} MLP sub-layer{'s' * (mlps != 1)}{f' after --layers {keep}' if keep < n else ''}; "
+                         f"give {f'0 to {mlps - 1}' if mlps > 1 else '0'} (one at least stays for the fine step)")
+    return src
+
 def slim_data(cfg:SlimConfig # The run's settings
              ) -> RunData|None:
-    "The data a slim run reads, read once and checked (shape, held-out split, rows): `slim_run` and the job evaluating it share it. None if it reads none."
+    "The data a slim run reads, read once and checked (shape, held-out split, rows): `slim_run` and the job evaluating it share it. None if it reads none and was given none (`sources.given_data`)."
     need, what = _needs(cfg)
     both = cfg.scorer not in ('gates', 'contribution') and method(cfg.scorer).calib  # a weight-level scorer's calibration: both sides, n_calib rows each
-    return run_data(cfg, need, what, cfg.n_calib if both else None, general=both or _recovery_reads_general(cfg) or cfg.general_calib > 0) if need else None
+    return run_data(cfg, need, what, cfg.n_calib if both else None, general=both or _recovery_reads_general(cfg) or cfg.general_calib > 0) if need else given_data(cfg, 'slim')
 
 def _documents(cfg:SlimConfig, data, trip) -> list[str]:
     "The documents among the calibration rows: the passages (positives) of pairs and triplets, the texts of texts-only data."
@@ -104,6 +132,7 @@ def _settled(cfg:SlimConfig) -> dict:
     if r['note']: print(f"   speed: {r['note']}", file=sys.stderr)
     return r
 
+@output_locks()  # `out` is this run's from its check to the end (`outputs.lock_output`)
 def slim_run(cfg:SlimConfig,                  # The run's settings
              out:str|Path|None=None,          # Output folder (new or empty; written atomically); None: keep in memory
              encoder:Encoder|None=None,       # An already loaded model to slim in place (else `cfg.model` is loaded)
@@ -114,9 +143,9 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
             ) -> tuple[Encoder, dict]:
     "Slim to a measured speed-up (`speedup`) or by shares (drop MLP sub-layers, keep a share of neurons), fine-tune, measure, save. Returns (encoder, report)."
     say, t = show_progress, {}
+    src = check_slim_sizes(cfg, encoder)  # before anything is read
     data = slim_data(cfg) if data is None else data  # before anything loads
     if cfg.recovery is None and data: cfg = replace(cfg, recovery=RECOVERY_BY_SHAPE[data.domain.shape])  # recorded as run
-    src = model_source(default_model(cfg.model)) if encoder is None else None
     model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)  # what the report records: a passed encoder's source
     out = check_output(out, overwrite, read_folders(cfg.data, src or model, **data_folders(cfg)), kind='slim') if out is not None else None  # never in what it reads
     trip = data.domain.data.shuffle(seed=cfg.seed) if data else None  # never the held-out rows

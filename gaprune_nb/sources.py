@@ -4,7 +4,7 @@
 
 # %% ../nbs/01a_sources.ipynb #446a36a3
 from __future__ import annotations
-import codecs, csv, glob, hashlib, re
+import codecs, csv, glob, hashlib, json, re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +19,7 @@ from .store import sha256_stream
 # %% auto #0
 __all__ = ['EXTENSIONS', 'ALIASES', 'COLUMNS', 'MIN_HELD', 'load_file', 'resolve', 'load_hub', 'DomainData', 'preset',
            'load_domain', 'default_holdout', 'holdout', 'check_shape', 'RunData', 'run_data', 'data_folders',
-           'mix_rows']
+           'given_data', 'mix_rows']
 
 # %% ../nbs/01a_sources.ipynb #747294c6
 EXTENSIONS = {'.jsonl': 'json', '.json': 'json', '.csv': 'csv', '.tsv': 'csv', '.parquet': 'parquet', '.txt': 'text'}  # -> `datasets` loader
@@ -77,16 +77,33 @@ def _read(path:Path, fmt:str) -> Dataset:
         sep = '\t' if path.suffix.lower() == '.tsv' else ','
         with open(path, newline='', encoding='utf-8') as f: names = next(csv.reader(f, delimiter=sep), [])
         kw = dict(sep=sep, keep_default_na=False, features=datasets.Features({n: datasets.Value('string') for n in names}))
-    bars = datasets.is_progress_bar_enabled()
-    datasets.disable_progress_bars()
+    bars, said = datasets.is_progress_bar_enabled(), datasets.logging.get_verbosity()
+    datasets.disable_progress_bars(); datasets.logging.set_verbosity(datasets.logging.CRITICAL)  # its own error line too: the one line is ours
     try:
         ds = datasets.load_dataset(fmt, data_files=str(path), split='train', **kw)
         if fmt == 'text': ds = ds.filter(lambda t: bool(t.strip()), input_columns='text', keep_in_memory=True)
         return ds
     except DataError: raise
-    except Exception as e: raise DataError(f"{path}: cannot be read as {path.suffix[1:]} ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+    except Exception as e:
+        if fmt == 'json' and (where := _bad_json(path)): raise DataError(f"{path}, {where}; fix or remove that line") from None
+        raise DataError(f"{path}: cannot be read as {path.suffix[1:]} ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
     finally:
+        datasets.logging.set_verbosity(said)
         if bars: datasets.enable_progress_bars()
+
+def _bad_json(path:Path) -> str|None:
+    "Where a JSON file (one document, or one per line) stops being JSON: 'line N: not valid JSON (...)'; None if it is JSON."
+    text = path.read_text(encoding='utf-8')
+    try: json.loads(text); return None
+    except ValueError as e: doc = e
+    say = lambda n, e: f"line {n}: not valid JSON ({e.msg} at column {e.colno})"
+    lines = text.splitlines()
+    try: json.loads(next((l for l in lines if l.strip()), ''))
+    except ValueError: return say(doc.lineno, doc)  # one document (or its first line) broken
+    for n, l in enumerate(lines, 1):  # one document per line
+        try: l.strip() and json.loads(l)
+        except ValueError as e: return say(n, e)
+    return None
 
 # %% ../nbs/01a_sources.ipynb #fdb3d4af
 def load_file(path:str|Path,            # A file with a known extension (`EXTENSIONS`)
@@ -282,6 +299,12 @@ def data_folders(cfg # A `RunConfig` or `SlimConfig`
     "{what: folder} of every folder given as a source (`--domain-data`, `--general-data`): a run never writes in, over or around them."
     return {f"{k.replace('_', ' ')} folder ({s})": Path(s).expanduser() for k in ('domain_data', 'general_data')
             for s in getattr(cfg, k) or [] if Path(s).expanduser().is_dir()}
+
+def given_data(cfg,      # A `RunConfig` or `SlimConfig` whose run reads no data
+               what:str  # The run, as a refusal names it
+              ) -> RunData|None:
+    "The data given to a run that needs none (`--domain-data`, `--general-data`), read and checked all the same, as the run's record; None if none are given."
+    return run_data(cfg, None, what, general=bool(cfg.general_data)) if cfg.domain_data or cfg.general_data else None
 
 # %% ../nbs/01a_sources.ipynb #a7c3e1f0b002
 def mix_rows(domain:Dataset,   # The domain's training rows (query, positive[, negative])

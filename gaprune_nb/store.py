@@ -11,8 +11,8 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['sha256_stream', 'file_chunks', 'sha256_file', 'to_json', 'canonical_json', 'sha256_json', 'tensors_sha256',
            'state_dict_sha256', 'write_bytes', 'write_text', 'write_json', 'canonical_safetensors', 'save_tensors',
-           'canonicalize_file', 'safetensors_damage', 'fsync_tree', 'recover_dir', 'replace_dir', 'clean_stale',
-           'atomic_dir', 'atomic_update']
+           'canonicalize_file', 'safetensors_damage', 'fsync_tree', 'recover_dir', 'replace_dir', 'pid_alive',
+           'clean_stale', 'atomic_dir', 'atomic_update']
 
 # %% ../nbs/00_store.ipynb #b4e583ac
 def sha256_stream(chunks # Iterable of bytes, or str (hashed as UTF-8), read in order as one byte stream
@@ -210,7 +210,9 @@ def replace_dir(new:str|Path, # A complete folder (usually a sibling made by `at
     _fsync_dir(path.parent)
     return path
 
-def _alive(pid:int) -> bool:
+def pid_alive(pid:int # A process id
+             ) -> bool:
+    "Whether process `pid` exists (one of another user counts)."
     try: os.kill(pid, 0)
     except ProcessLookupError: return False
     except OSError: return True  # exists, another user's
@@ -225,7 +227,7 @@ def clean_stale(path:str|Path,   # A file or folder the package is about to writ
         kind, _, tag = q.name[len(path.name) + 2:].partition('-')
         pid = tag.split('-')[0]
         if kind not in ('tmp', 'old', 'raw', 'probe') or kind == 'old' and not path.exists(): continue  # `recover_dir`'s to put back
-        if pid.isdigit() and '-' in tag and _alive(int(pid)): continue  # a save still running
+        if pid.isdigit() and '-' in tag and pid_alive(int(pid)): continue  # a save still running
         size = sum(f.stat().st_size for f in q.rglob('*') if f.is_file()) if q.is_dir() else q.stat().st_size
         shutil.rmtree(q, ignore_errors=True) if q.is_dir() else q.unlink(missing_ok=True)
         if say: print(f"removed {q} ({size / 2**20:.1f} MB), left by an interrupted save", file=sys.stderr)

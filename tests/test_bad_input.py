@@ -74,9 +74,10 @@ def test_kill_and_rerun_resumes_with_identical_mask(tmp_path):
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.kill(); proc.wait()
-    assert not out.exists()  # nothing half-written where the user looks
+    assert [f.name for f in out.iterdir()] == ['.gaprune.lock']  # nothing half-written where the user looks: only the killed run's lock
     r = gaprune(*args(out))
     assert r.returncode == 0, r.stderr[-2000:]
+    assert f'--out {out}: took over the lock of gaprune process {proc.pid}, which is no longer running' in r.stderr
     report = json.loads((out / 'gaprune_report.json').read_text())
     done = int(report['resumed']['statistics'].split('resumed from step ')[1].split()[0])
     assert done >= 3 and 'resumed from step' in r.stderr and 'of 12' in report['resumed']['statistics']

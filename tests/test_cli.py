@@ -229,7 +229,7 @@ def test_stats_groups_give_the_same_statistics_and_mask(tmp_path, bert, data):
     assert gaprune('prune', '--stats-groups', '0', '--out', tmp_path / 'x').returncode == 2
 
 
-def test_slim_speedup_with_export_writes_a_folder_sentence_transformers_loads(bert, data, tmp_path):
+def test_slim_speedup_with_export_writes_a_folder_sentence_transformers_loads(bert, data, tmp_path, monkeypatch):
     "`gaprune slim --speedup 1.3 --speed-at both --export onnx-int8 --export onnx-int8-tensor` on a tiny BERT: the speed-ups it measured (each plan for a batch and one text) in the report, the int8 graph in the ONNX layout, timed against dense into the report and card, and the card's line loads it."
     import re
     from sentence_transformers import SentenceTransformer
@@ -251,6 +251,7 @@ def test_slim_speedup_with_export_writes_a_folder_sentence_transformers_loads(be
     bad = gaprune('slim', '--speedup', '2', '--speed-at', 'fast', '--out', tmp_path / 'bad')
     assert bad.returncode == 2 and "'both'" in bad.stderr and not (tmp_path / 'bad').exists()
     line = re.search(r'^model = (SentenceTransformer\(.*backend="onnx".*\))  # int8', (out / 'README.md').read_text(), re.M).group(1)
+    monkeypatch.chdir(tmp_path)  # the card names the folder by its name: run beside it
     st = eval(line, {'SentenceTransformer': SentenceTransformer})
     pt = SentenceTransformer(str(out), trust_remote_code=True, device='cpu')
     a, b = st.encode(['a short text', 'another one']), pt.encode(['a short text', 'another one'])

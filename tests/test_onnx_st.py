@@ -51,17 +51,18 @@ def cos(a, b): return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.nor
 
 
 @pytest.mark.parametrize('arch,slim', [('bert', False), ('bert', True), ('mpnet', True), ('qwen3', True), ('llama', False)])
-def test_card_lines_load_the_exports(arch, slim, tmp_path):
+def test_card_lines_load_the_exports(arch, slim, tmp_path, monkeypatch):
     folder = saved(arch, slim, tmp_path/f'{arch}-model')
     paths = export_st_onnx(folder)
     assert paths == {'onnx': folder/'onnx'/'model.onnx', 'onnx-int8': folder/'onnx'/'model_qint8_avx512_vnni.onnx',
                      'card': folder/'README.md'}
     assert sorted(p.name for p in (folder/'onnx').iterdir()) == ['model.onnx', 'model_qint8_avx512_vnni.onnx']
     lines = card_lines(folder)
-    assert lines == list(st_onnx_lines(folder, remote=slim).values())
-    assert lines[0] == (f'SentenceTransformer({str(folder)!r}, backend="onnx"' + (', trust_remote_code=True' if slim else '') + ')')
+    assert lines == list(st_onnx_lines(folder.name, remote=slim).values())  # the folder by its name: the card's lines run beside it
+    assert lines[0] == (f'SentenceTransformer({folder.name!r}, backend="onnx"' + (', trust_remote_code=True' if slim else '') + ')')
     assert lines[1].endswith('model_kwargs={"file_name": "onnx/model_qint8_avx512_vnni.onnx"})')
     ref = SentenceTransformer(str(folder), device='cpu', trust_remote_code=slim).encode(TEXTS)
+    monkeypatch.chdir(folder.parent)
     fp32, int8 = (eval(l) for l in lines)
     assert 'ORTModel' in type(fp32[0].auto_model).__name__ and fp32[0].auto_model.path.name == 'model.onnx'
     assert int8[0].auto_model.path.name == 'model_qint8_avx512_vnni.onnx'
@@ -85,7 +86,7 @@ def test_one_kind_cards_and_refusals(tmp_path):
     export_st_onnx(folder, kinds='onnx')  # then the fp32 one: the int8 file stays, the card names both, once
     assert sorted(f.name for f in (folder/'onnx').iterdir()) == ['model.onnx', 'model_qint8_avx512_vnni.onnx']
     card = (folder/'README.md').read_text()
-    assert card.count('## ONNX') == 1 and card_lines(folder) == list(st_onnx_lines(folder).values())
+    assert card.count('## ONNX') == 1 and card_lines(folder) == list(st_onnx_lines(folder.name).values())
     mine = saved('bert', False, tmp_path/'mine')  # a README.md of the user's stays; an onnx/ of theirs is refused
     (mine/'README.md').write_text('my notes\n')
     assert 'card' not in export_st_onnx(mine, kinds='onnx') and (mine/'README.md').read_text() == 'my notes\n'
@@ -95,13 +96,14 @@ def test_one_kind_cards_and_refusals(tmp_path):
     assert (other/'onnx'/'model.onnx').read_text() == 'theirs'
 
 
-def test_per_tensor_file_is_the_graph_export_onnx_quantizes(tmp_path):
+def test_per_tensor_file_is_the_graph_export_onnx_quantizes(tmp_path, monkeypatch):
     "`--export onnx-int8-tensor`: one scale per matrix, loaded with its card line, gives the embeddings of `export_onnx`'s int8 graph (what page 18 scores as `+int8-eager`)."
     folder = saved('bert', True, tmp_path/'m')
     export_st_onnx(folder, kinds='onnx-int8-tensor')
     assert sorted(f.name for f in (folder/'onnx').iterdir()) == ['model_qint8_per_tensor.onnx']
     line, = card_lines(folder)
     assert line.endswith('model_kwargs={"file_name": "onnx/model_qint8_per_tensor.onnx"})')
+    monkeypatch.chdir(folder.parent)
     e = eval(line).encode(TEXTS)
     enc = Encoder.from_pretrained(folder, device='cpu')
     whole = OnnxEncoder(export_onnx(enc, tmp_path/'whole')['int8'], enc).encode(TEXTS)
