@@ -18,6 +18,7 @@ import torch
 from gaprune_nb.busy import idle_load, settle, usable_cores
 from gaprune_nb.core import Encoder
 from gaprune_nb.fixtures import minilm_path
+from gaprune_nb.heads import head_layout, kept_heads
 from gaprune_nb.options import SlimConfig
 from gaprune_nb.slim_pipeline import slim_run
 from gaprune_nb.speed import measure_speedup
@@ -42,7 +43,7 @@ def plan(arm:str, seed:int, target:float, threads:int) -> dict:
     sp = rep['speed_plan']
     row = dict(arm=arm, seed=seed, load_before=before, settle=sp['settle'], tries=[{k: t[k] for k in ('asked', 'measured', 'others')} for t in sp['tries']],
                plan_measured=sp['measured'], reached=sp['reached'], stopped=sp['stopped'], tokens=rep['speed']['tokens'], tokens_why=rep['speed']['tokens_why'],
-               mlp_neurons=sum(w for w in rep['widths'] if w), heads=sum(h for h in rep['heads'] if h is not None), end_measure=rep['speed']['batch_speedup'],
+               mlp_neurons=sum(w for w in rep['widths'] if w), end_measure=rep['speed']['batch_speedup'],
                seconds=round(time.perf_counter() - t0))
     RES.mkdir(parents=True, exist_ok=True); f.write_text(json.dumps(row, indent=1))
     return row
@@ -52,8 +53,10 @@ def quiet_speed(name:str, dense:Encoder, tokens:int, threads:int) -> dict:
     s = settle(threads, wait=300)
     m = Encoder.from_pretrained(RUNS/name)
     runs = [measure_speedup(dense, m, tokens, 32, threads, rounds=7) for _ in range(3)]
+    n_heads = head_layout(m.model)[0]
     return dict(batch=statistics.median(r['batch_speedup'] for r in runs), one=statistics.median(r['single_speedup'] for r in runs),
-                quiet=s['quiet'] and all(r['quiet'] for r in runs), others=max(r['others'] for r in runs))
+                quiet=s['quiet'] and all(r['quiet'] for r in runs), others=max(r['others'] for r in runs),
+                heads=sum(n_heads if h is None else len(h) for h in kept_heads(m.model)))  # (None: a layer that keeps every head)
 
 def main():
     ap = argparse.ArgumentParser()
@@ -71,7 +74,7 @@ def main():
     for r in rows:
         q = r['quiet_remeasure']
         print(f"{r['arm'] + '-s' + str(r['seed']):12s} {r['load_before']:5.2f} {r['settle']['threads']:>4d}/{r['settle']['asked']:<2d} {r['tokens']:6d} {len(r['tries']):5d} "
-              f"{r['plan_measured']:9.2f}x {r['mlp_neurons']:9d} {r['heads']:5d} {q['batch']:10.2f}x {q['one']:8.2f}x {str(q['quiet']):>16s}")
+              f"{r['plan_measured']:9.2f}x {r['mlp_neurons']:9d} {q['heads']:5d} {q['batch']:10.2f}x {q['one']:8.2f}x {str(q['quiet']):>16s}")
     print()
     for s in a.seeds:
         qq, ql = (next(r for r in rows if r['arm'] == arm and r['seed'] == s)['quiet_remeasure']['batch'] for arm in ('quiet', 'loaded'))
