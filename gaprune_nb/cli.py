@@ -16,7 +16,7 @@ from .outputs import output_locks  # light too
 from .registry import ALIASES, DTYPES, METHODS, REGISTRY
 
 # %% auto #0
-__all__ = ['COMMON', 'EXPORTS', 'EXPORT_HELP', 'DEV_HELP', 'build_parser', 'main']
+__all__ = ['COMMON', 'EXPORTS', 'EXPORT_HELP', 'SLIM_GROUPS', 'DEV_HELP', 'build_parser', 'main']
 
 # %% ../nbs/12_cli.ipynb #4bf74025
 def _checked(conv, what):
@@ -70,7 +70,8 @@ def _add_fields(g, cls, special:dict|None=None, only:tuple|None=None, shown=True
         kw = (special or {}).get(f.name, {})
         if kw is None or only and f.name not in only: continue
         kw, d = dict(kw), f.default
-        a = dict(help=f"{kw.pop('help', f.doc)} (default {('off', 'on')[d] if isinstance(d, bool) else d})".replace('%', '%%'))
+        h = kw.pop('help', f.doc)
+        a = dict(help=(h if '(default' in h else f"{h} (default {('off', 'on')[d] if isinstance(d, bool) else d})").replace('%', '%%'))  # a help that names its default says it its way
         if shown is not True and f.name not in shown: a['help'] = argparse.SUPPRESS
         if isinstance(d, bool): a['action'] = argparse.BooleanOptionalAction
         elif 'choices' not in kw:
@@ -87,10 +88,10 @@ _SOURCE = dict(action='append', type=str, metavar='SOURCE')
 _DATA_FLAGS = dict(  # the domain and its data, the same flags for prune, run and slim (`ModelConfig`)
     domain=dict(type=_checked(check_domain, 'domain'), metavar='NAME'),
     domain_data=dict(_SOURCE, help="the domain's data: a file (.jsonl .json .csv .tsv .parquet .txt), a folder of them, a glob or a hub id "
-                     "name[:config][@split]; repeat for more (texts, pairs or triplets: see gaprune_nb.sources); default: the preset DOMAIN"),
+                     "name[:config][@split]; repeat for more (texts, pairs or triplets: see gaprune_nb.sources) (default: the preset DOMAIN)"),
     general_data=dict(_SOURCE, help="the general side's data, the same way; default: the bundled general triplets"),
     columns=dict(type=_checked(parse_columns, 'columns'), metavar='CANON=COL,...', help="--domain-data columns: canonical=yours, e.g. query=q,positive=doc "
-                 "(canonical: text, query, positive, negative); default: found by the usual names"),
+                 "(canonical: text, query, positive, negative) (default: found by the usual names)"),
     holdout=dict(type=_none_or(_checked(_holdout, 'holdout')), metavar='FRAC'))
 
 _LOAD = ('model', 'data', 'pooling', 'dtype', 'device')  # the `RunConfig` fields that `eval` and `demo` take too
@@ -111,7 +112,7 @@ def _add_run(p, only:tuple|None=None, shown=True):
     "`RunConfig`'s flags (or those of the fields in `only`; `shown`: those `--help` lists)."
     _add_fields(p, RunConfig, _RUN_FLAGS, only, shown)
 
-COMMON = ('model', 'data', 'domain', 'method', 'sparsity', 'scope', 'update', 'device')  # the `RunConfig` flags `prune --help` lists
+COMMON = ('model', 'domain', 'domain_data', 'columns', 'method', 'sparsity', 'data', 'device')  # the `RunConfig` flags `prune --help` lists
 _SETTING_FLAGS = {'clamp': dict(type=_checked(_none_or(_pair), 'LOW,HIGH'))}  # settings whose flag needs more than the annotation
 
 def _families() -> dict:
@@ -164,6 +165,35 @@ def _add_prune(p, show=True):
     p.add_argument('--help-all', action='help', help='show every flag, the settings of every method too')
     _add_settings(p, show)
 
+SLIM_GROUPS = {  # what `slim --help` lists, most used first, each flag in one sentence with its default; `--help-all` lists every flag with its whole help
+    'data and domain': dict(model='the model folder or hub id (default: the bundled all-MiniLM-L6-v2)', domain='the domain: finance, chemistry or a name of yours with --domain-data',
+                            domain_data="your domain's data: a file, folder, glob or hub id; repeat for more (default: the bundled DOMAIN data)", columns='which of your columns is query, positive, negative or text (default: found by the usual names)'),
+    'target': dict(speedup='the CPU speed-up to reach, measured here against the dense model (default: none, --keep / --drop-mlp decide)', speed_of="whose speed it is: the PyTorch model, or an int8 ONNX graph of it",
+                   layers="keep only the first N layers (or L3Prune's small / large) first (default: all)", keep='without --speedup: the share of MLP neurons kept (default 0.6)',
+                   drop_mlp='without --speedup: MLP sub-layers dropped first'),
+    'recovery': dict(finetune_steps='fine-tuning steps after slimming', recovery="the fine-tuning's loss (default: chosen by your data's shape)"),
+}
+_SLIM_CHOICES = dict(recovery=dict(choices=RECOVERIES), speed_at=dict(choices=SPEED_AT), speed_of=dict(choices=SPEED_OF))
+
+def _add_slim(s, show=True):
+    "`slim`'s flags in groups, most used first: data and domain, target, output and export, recovery; the rest under 'advanced', listed by `--help-all` (`show` True)."
+    flags, seen = _DATA_FLAGS | _SLIM_CHOICES, set()
+    for title, short in SLIM_GROUPS.items():
+        brief = {k: {**flags.get(k, {}), 'help': v} for k, v in short.items()} if show is not True else {}
+        _add_fields(s.add_argument_group(title), SlimConfig, flags | brief, only=tuple(short)); seen |= set(short)
+        if title == 'target':
+            o = s.add_argument_group('output and export')
+            o.add_argument('--out', required=True, help='output folder: new or empty (written atomically)')
+            o.add_argument('--export', action='append', choices=EXPORTS, default=None, help=EXPORT_HELP if show is True else 'also write ONNX graphs (repeat the flag; default none)')
+            o.add_argument('--eval', action=argparse.BooleanOptionalAction, default=True, help='then evaluate dense and slimmed on the domain suite (default on)')
+            o.add_argument('--general', action='store_true', help='also evaluate on the general suite (default off)')
+            o.add_argument('--overwrite', action='store_true', help='replace a previous gaprune slim run in --out: its own files only (gaprune_files.json); anything else there is named and refused')
+            o.add_argument('--dev', action='store_true', help=DEV_HELP if show is True else argparse.SUPPRESS)
+            o.add_argument('--limit', type=_checked(parse_limit, 'limit'), default=None, help="subsample the suites: 'tiny' or N queries per task (default: full)" if show is True else argparse.SUPPRESS)
+    rest = tuple(f.name for f in fields(SlimConfig) if f.name not in seen)
+    _add_fields(s.add_argument_group('advanced (gaprune_nb.options.SlimConfig; "none" unsets)' if show is True else None), SlimConfig, flags, only=rest, shown=True if show is True else ())
+    s.add_argument('--help-all', action='help', help='show every flag with its whole help')
+
 DEV_HELP = ('evaluate on the dev suites (every relevant document plus BM25-hard candidates, per-item scores) and print '
             'each Δ vs dense with its paired-bootstrap 95%% interval; --limit does not apply')
 
@@ -176,7 +206,7 @@ def build_parser(show=True # What `prune --help` / `run --help` list: True every
     sub = ap.add_subparsers(dest='cmd', required=True)
     pr = dict(formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_methods_help())  # the methods listed after the flags
     p = sub.add_parser('prune', help='prune a model for a domain and save it with its mask and report', **pr); _add_prune(p, show)
-    p.add_argument('--stats', default=None, help='reuse gradient statistics saved by an earlier run (its stats/ folder)')
+    p.add_argument('--stats', default=None, help='reuse gradient statistics saved by an earlier run (its stats/ folder)' if show is True else argparse.SUPPRESS)
     r = sub.add_parser('run', help='prune, then evaluate dense and pruned on the domain suite (the main job)', **pr); _add_prune(r, show)
     r.add_argument('--general', action='store_true', help='also evaluate on the general suite')
     r.add_argument('--dev', action='store_true', help=DEV_HELP)
@@ -195,15 +225,9 @@ def build_parser(show=True # What `prune --help` / `run --help` list: True every
     u.add_argument('--seed', type=_int_at_least(0), default=0, help="the split's seed: the run's (default 0)")
     u.add_argument('--dense', default=None, metavar='MODEL', help='the dense model (folder or hub id): Δ vs dense with paired-bootstrap 95%% intervals; '
                    'needed for texts-only data (agreement with dense)')
-    s = sub.add_parser('slim', help='a smaller, faster model: to a measured CPU speed-up (--speedup 2), or EffiR coarse-to-fine by shares (--drop-mlp, --keep); fine-tuned')
-    _add_fields(s.add_argument_group('settings (gaprune_nb.options.SlimConfig; "none" unsets)'), SlimConfig, _DATA_FLAGS | dict(recovery=dict(choices=RECOVERIES), speed_at=dict(choices=SPEED_AT), speed_of=dict(choices=SPEED_OF)))
-    s.add_argument('--eval', action=argparse.BooleanOptionalAction, default=True, help='then evaluate dense and slimmed on the domain suite')
-    s.add_argument('--general', action='store_true', help='also evaluate on the general suite')
-    s.add_argument('--dev', action='store_true', help=DEV_HELP)
-    s.add_argument('--limit', type=_checked(parse_limit, 'limit'), default=None, help="subsample the suites: 'tiny' or N queries per task (default: full)")
-    s.add_argument('--out', required=True, help='output folder: must be new or empty (written atomically)')
-    s.add_argument('--overwrite', action='store_true', help='replace a previous gaprune slim run in --out: its own files only (gaprune_files.json); anything else there is named and refused')
-    s.add_argument('--export', action='append', choices=EXPORTS, default=None, help=EXPORT_HELP)
+    s = sub.add_parser('slim', help='a smaller, faster model: to a measured CPU speed-up (--speedup 2), or EffiR coarse-to-fine by shares (--drop-mlp, --keep); fine-tuned',
+                       epilog=None if show is True else 'gaprune slim --help-all lists every flag (timing, ranking, gates, fine-tuning, calibration).')
+    _add_slim(s, show)
     g = sub.add_parser('analyze', help='geometry of saved runs against their dense model (table with intervals, figures)')
     g.add_argument('runs', nargs='+', metavar='RUN_DIR', help='folders written by gaprune prune / run / slim (one dense model and domain)')
     g.add_argument('--out', required=True, help='folder for geometry.csv, geometry.md, spectra.png, projection.png: new or empty')

@@ -163,7 +163,7 @@ class SlimConfig(ModelConfig):
     speedup: float|None = None    # target CPU speed-up (dense / slimmed seconds, measured here): MLP neurons and attention heads go, the mix chosen by `rank` (`07c_speed`); None: `keep` / `drop_mlp` say what goes
     rank: str = 'importance'      # with `speedup`: what goes first: 'importance' (least contribution, heads and neurons alike; chosen by measurement, 18_exp_frontier), 'fidelity' (the mix whose embeddings of the domain's texts stay closest to dense) or 'per-time' (least contribution per second saved)
     heads: bool = True            # with `speedup`: attention heads (and whole attention sub-layers) may go, not only MLP neurons
-    speed_tokens: int|None = None # with `speedup`: tokens per text it is measured at; None: the median of the domain's calibration texts
+    speed_tokens: int|None = None # with `speedup`: tokens per text it is measured at; None: the median length of the domain's passages (what an index encodes; the texts of texts-only data)
     speed_batch: int = 32         # texts per batch it is measured at (the report adds single-text latency)
     speed_refine: int = 0         # with `speedup`: after a plan lands inside the target's window, try this often to remove less and keep the least removal still at the target (`slim_to_speedup`'s `refine`; 2 landed 2.7% closer to 2x, `bench/plan_landing.py`)
     speed_at: str = 'batch'       # with `speedup`: what the target is measured at: 'batch' (`speed_batch` texts a pass: throughput), 'one' (a single text: latency) or 'both' (the smaller of the two must reach it)

@@ -44,7 +44,7 @@ def test_every_config_field_is_a_flag_with_the_fields_default(cmd, cls):
         if f.name == 'score': continue
         assert f.name in have, f"{cls.__name__}.{f.name} has no flag in gaprune {cmd}"
         assert have[f.name].default == f.default, (cmd, f.name, have[f.name].default, f.default)
-        assert have[f.name].help and '(default ' in have[f.name].help, (cmd, f.name)  # documented, with its default
+        assert have[f.name].help and '(default' in have[f.name].help, (cmd, f.name)  # documented, with its default ('(default X)' or '(default: words)')
         assert not have[f.name].help.startswith(' (default'), (cmd, f.name)  # its comment, inherited ones too (`ModelConfig`)
 
 
@@ -315,3 +315,19 @@ def test_slim_leaves_speeds_that_contradict_each_other_out_of_the_card(bert, dat
     s = json.loads((out / 'slim_report.json').read_text())['onnx']['onnx-int8-tensor']
     assert s['doubt'].startswith("the dense model's time beside it") and 'contradicts its time in the PyTorch measurement' in s['doubt']
     assert 'not written into the card: the dense model' in r.stdout and '**' not in (out / 'README.md').read_text().split('Measured when exported')[-1] and 'Measured when exported' not in (out / 'README.md').read_text()
+
+
+def test_slim_help_fits_a_screen_with_the_common_groups_first(capsys):
+    "`gaprune slim --help`: about 50 lines, groups in the order a user needs them (data and domain, target, output and export, recovery), each common flag one sentence with its default, and the way to the rest; `--help-all` every flag. `prune` / `run --help` list `--domain-data` (the README's 'Your domain' flag) and not `--update` / `--stats`."
+    def shown(*argv):
+        with pytest.raises(SystemExit): main(list(argv))
+        return capsys.readouterr().out
+    brief, full = shown('slim', '--help'), shown('slim', '--help-all')
+    assert len(brief.splitlines()) <= 60, len(brief.splitlines())
+    heads = [brief.index(h + ':\n') for h in ('data and domain', 'target', 'output and export', 'recovery')]
+    assert heads == sorted(heads) and 'gaprune slim --help-all lists every flag' in brief
+    assert all(f in brief for f in ('--speedup', '--domain-data', '--export', '--out')) and all(f not in brief for f in ('--gate-lr', '--speed-wait', '--lam'))
+    assert all(f in full for f in ('--gate-lr', '--speed-wait', '--lam', '--speed-refine', '--n-calib', '--dev', '--limit'))
+    for cmd in ('prune', 'run'):
+        h = shown(cmd, '--help')
+        assert '--domain-data' in h and '--update' not in h and '--stats ' not in h, cmd
