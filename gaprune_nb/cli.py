@@ -191,7 +191,7 @@ def build_parser(show=True # What `prune --help` / `run --help` list: True every
                    "hard suites: 'tiny' their test slices, N seeded queries with all their relevant passages")
     e.add_argument('--worst', type=_int_at_least(1), default=None, metavar='N', help='what was lost: the N held-out queries (items) whose score '
                    'drops most from --dense to --model, with both scores and the relevant passage\'s first words; a bundled suite is '
-                   'then scored per item on its dev suite')
+                   'then scored per item on its dev suite (--limit does not apply)')
     e.add_argument('--batch-size', type=_int_at_least(1), default=None, help="texts per forward pass (default: gaprune_nb.evaluation.evaluate's)")
     e.add_argument('--max-length', type=_int_at_least(1), default=None, help="the model's token limit (default: the model folder's, at most 512)")
     e.add_argument('--json', default=None, help='also write the report as JSON here')
