@@ -16,7 +16,7 @@ from .outputs import output_locks  # light too
 from .registry import ALIASES, DTYPES, METHODS, REGISTRY
 
 # %% auto #0
-__all__ = ['COMMON', 'EXPORTS', 'EXPORT_HELP', 'SLIM_GROUPS', 'DEV_HELP', 'build_parser', 'main']
+__all__ = ['COMMON', 'EXPORTS', 'EXPORT_HELP', 'SLIM_GROUPS', 'SUITES', 'DEV_HELP', 'build_parser', 'main']
 
 # %% ../nbs/12_cli.ipynb #4bf74025
 def _checked(conv, what):
@@ -193,6 +193,7 @@ def _add_slim(s, show=True):
     rest = tuple(f.name for f in fields(SlimConfig) if f.name not in seen)
     _add_fields(s.add_argument_group('advanced (gaprune_nb.options.SlimConfig; "none" unsets)' if show is True else None), SlimConfig, flags, only=rest, shown=True if show is True else ())
     s.add_argument('--help-all', action='help', help='show every flag with its whole help')
+SUITES = ['finance', 'chemistry', 'general', 'hard-finance', 'hard-chemistry', 'hard-general']  # gaprune eval --suite
 
 DEV_HELP = ('evaluate on the dev suites (every relevant document plus BM25-hard candidates, per-item scores) and print '
             'each Δ vs dense with its paired-bootstrap 95%% interval; --limit does not apply')
@@ -213,8 +214,13 @@ def build_parser(show=True # What `prune --help` / `run --help` list: True every
     r.add_argument('--limit', type=_checked(parse_limit, 'limit'), default=None,
                    help="subsample the suites: 'tiny' or N queries per task (default: full)")
     e = sub.add_parser('eval', help='evaluate a model on a suite'); _add_run(e, _LOAD)
-    e.add_argument('--suite', default='finance', choices=['finance', 'chemistry', 'general'])
-    e.add_argument('--limit', type=_checked(parse_limit, 'limit'), default=None, help="subsample: 'tiny' or N queries per task (default: full)")
+    e.add_argument('--suite', default='finance', choices=SUITES, help="a bundled suite, or hard-DOMAIN: the hard retrieval suites of "
+                   "bench/hard, scored per query (default finance)")
+    e.add_argument('--limit', type=_checked(parse_limit, 'limit'), default=None, help="subsample: 'tiny' or N queries per task (default: full); "
+                   "hard suites: 'tiny' their test slices, N seeded queries with all their relevant passages")
+    e.add_argument('--worst', type=_int_at_least(1), default=None, metavar='N', help='what was lost: the N held-out queries (items) whose score '
+                   'drops most from --dense to --model, with both scores and the relevant passage\'s first words; a bundled suite is '
+                   'then scored per item on its dev suite (--limit does not apply)')
     e.add_argument('--batch-size', type=_int_at_least(1), default=None, help="texts per forward pass (default: gaprune_nb.evaluation.evaluate's)")
     e.add_argument('--max-length', type=_int_at_least(1), default=None, help="the model's token limit (default: the model folder's, at most 512)")
     e.add_argument('--json', default=None, help='also write the report as JSON here')
@@ -223,8 +229,8 @@ def build_parser(show=True # What `prune --help` / `run --help` list: True every
     u.add_argument('--holdout', type=_checked(float, 'holdout'), default=0.1, metavar='FRAC',
                    help="share held out by the same split a run with --seed makes (default 0.1, a new domain's default; 0: every row, e.g. a test file)")
     u.add_argument('--seed', type=_int_at_least(0), default=0, help="the split's seed: the run's (default 0)")
-    u.add_argument('--dense', default=None, metavar='MODEL', help='the dense model (folder or hub id): Δ vs dense with paired-bootstrap 95%% intervals; '
-                   'needed for texts-only data (agreement with dense)')
+    e.add_argument('--dense', default=None, metavar='MODEL', help='the dense model (folder or hub id): Δ vs dense with paired-bootstrap 95%% intervals, '
+                   'per item (a bundled suite: its dev suite); needed for --worst and for texts-only data (agreement with dense)')
     s = sub.add_parser('slim', help='a smaller, faster model: to a measured CPU speed-up (--speedup 2), or EffiR coarse-to-fine by shares (--drop-mlp, --keep); fine-tuned',
                        epilog=None if show is True else 'gaprune slim --help-all lists every flag (timing, ranking, gates, fine-tuning, calibration).')
     _add_slim(s, show)
@@ -285,11 +291,21 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
             if rank_world()[0] > 0: return
             print(report_markdown(rep), end='')
             print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in rep['seconds'].items())); print(f"saved: {args.out}")
+        elif args.cmd == 'eval' and args.worst and args.dense is None:
+            raise ValueError(f"--worst {args.worst} lists what the model lost against the dense model: give it with --dense (a folder or hub id)")
         elif args.cmd == 'eval' and args.domain_data:
             from gaprune_nb.domain_eval import domain_table
+            from gaprune_nb.worst import print_worst
             res = evaluate_domain(args.model, args.domain_data, args.columns, args.holdout, args.seed, args.dense, args.data, args.json,
-                                  batch_size=args.batch_size or 32, max_length=args.max_length, **load)
+                                  batch_size=args.batch_size or 32, worst=args.worst or 5, max_length=args.max_length, **load)
             print(domain_table(res).to_string())
+            if args.worst: print_worst(res['worst'], res['model'])
+        elif args.cmd == 'eval' and (args.worst or args.dense or args.suite.startswith('hard-')):  # per item
+            from gaprune_nb.worst import evaluate_items, items_table, print_worst
+            res = evaluate_items(args.model, args.suite, args.dense, args.worst or 5, args.limit, args.data, args.json,
+                                 batch_size=args.batch_size or 32, max_length=args.max_length, **load)
+            print(items_table(res).to_string())
+            if args.worst: print_worst(res['worst'], res['model'])
         elif args.cmd == 'eval':
             from gaprune_nb.evaluation import table
             rep = evaluate_model(args.model, args.suite, args.limit, args.data, out=args.json,

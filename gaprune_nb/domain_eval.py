@@ -175,9 +175,10 @@ def domain_compare(dense_enc,           # The dense `Encoder`
                    batch_size:int=32,   # Texts per forward pass
                    n:int=2000,          # Bootstrap resamples
                    seed:int=0,          # Seed of the resampling
-                   scale:float=100.     # Multiply scores by this (points, as the dev suites)
+                   scale:float=100.,    # Multiply scores by this (points, as the dev suites)
+                   worst:int=5          # Items that lose most listed under 'worst' (`worst.worst_items`, on the first metric)
                   ) -> dict:
-    "Each domain metric for dense and `model_enc`, Δ = model − dense and its paired-bootstrap 95% interval, the token limit and truncation: a JSON-able dict."
+    "Each domain metric for dense and `model_enc`, Δ = model − dense and its paired-bootstrap 95% interval, the `worst` items, the token limit and truncation: a JSON-able dict."
     shape = shape or held_shape(held)
     if shape == 'texts': texts = {'document': domain_texts(held)}
     else: rs = retrieval_set(held, shape); texts = {'query': rs.queries, 'document': rs.corpus}
@@ -192,9 +193,12 @@ def domain_compare(dense_enc,           # The dense `Encoder`
     metrics = {t: dict(dense=float(a[t].metric() * scale), **{name: float(b[t].metric() * scale)},
                        **{c: float(ci.loc[t, c]) for c in ('delta', 'lo', 'hi')}) for t in a}
     tokens = {k: token_record(model_enc, v, k) for k, v in texts.items()}
+    from gaprune_nb.worst import task_worst  # (the next notebook's)
+    first = next(iter(a))
+    lost = task_worst(a, b, {first: texts['document'] if shape == 'texts' else rs}, name, worst)
     return dict(shape=shape, items=len(next(iter(b.values())).values), corpus=len(texts['document']) if shape != 'texts' else None,
                 max_length=ml, dense_max_length=dense_enc.max_length, tokens=tokens, scale=scale,
-                bootstrap=dict(n=n, seed=seed), model=name, metrics=metrics)
+                bootstrap=dict(n=n, seed=seed), model=name, metrics=metrics, worst=lost)
 
 def domain_alone(model_enc,           # The model to score
                  held,                # The held-out `datasets.Dataset` (canonical columns: query, positive[, negative])

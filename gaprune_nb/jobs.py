@@ -125,8 +125,8 @@ def compare(dense,                 # The dense `Encoder`
     ev, timings = {}, {} if timings is None else timings
     for s in ([domain] if domain else []) + (['general'] if general else []):
         with stage(timings, f'evaluate dense and {name} on the {s} {"dev " if dev else ""}suite', show_progress):
-            if dev: tab, ci = _dev_compare(dense, model, name, s, data)
-            else: tab, ci = table({'dense': evaluate_model(dense, s, limit, data, show_progress), name: evaluate_model(model, s, limit, data, show_progress)}), None
+            if dev: tab, ci, lost = _dev_compare(dense, model, name, s, data)
+            else: tab, ci, lost = table({'dense': evaluate_model(dense, s, limit, data, show_progress), name: evaluate_model(model, s, limit, data, show_progress)}), None, None
         ev[s] = {k: {c: round(float(v), 3) for c, v in tab.loc[k].items()} for k in tab.index}
         print(f"\n== {s} {'dev suite (x100)' if dev else f'suite (x100; last row: change of {name} vs dense, %)'}")
         print(tab.round(2).to_string())
@@ -134,17 +134,20 @@ def compare(dense,                 # The dense `Encoder`
         from gaprune_nb.devsuite import fmt_delta
         ev[s]['Δ [95% CI]'] = {t: [round(float(x), 3) for x in r] for t, r in ci.iterrows()}
         print(f"Δ {name} − dense, points [paired-bootstrap 95% interval]:\n" + '\n'.join(f'  {t}: {fmt_delta(r)}' for t, r in ci.iterrows()))
+        from gaprune_nb.worst import print_worst
+        ev[s]['worst'] = lost; print_worst(lost, name)
     if domain_held is not None: ev['domain_suite'] = domain_suite(dense, model, name, domain_held, timings, show_progress)
     return ev
 
 def _dev_compare(dense, model, name:str, suite:str, data):
-    "Both models on the dev suite `suite`: their score table, and Δ (model − dense) per task and `Avg.` with its paired-bootstrap interval."
+    "Both models on the dev suite `suite`: their score table, Δ (model − dense) per task and `Avg.` with its paired-bootstrap interval, and each task's 5 worst items (`worst.task_worst`)."
     import pandas as pd
     from gaprune_nb.data import data_root
     from gaprune_nb.devsuite import dev_suite, dev_scores, paired_bootstrap, summary
+    from gaprune_nb.worst import task_worst
     tasks = dev_suite(suite, data_root(data))
     a, b = dev_scores(dense, tasks), dev_scores(model, tasks)
-    return pd.DataFrame({'dense': summary(a), name: summary(b)}).T, paired_bootstrap(b, a)
+    return pd.DataFrame({'dense': summary(a), name: summary(b)}).T, paired_bootstrap(b, a), task_worst(a, b, {t.name: t for t in tasks}, name)
 
 def _unevaluated(out:str|Path, # A run folder
                  cfg           # The `RunConfig` about to run
@@ -307,6 +310,8 @@ def domain_suite(dense,                 # The dense `Encoder`
     print(f"\n== held-out domain data ({res['shape']}: {res['items']} {'texts' if res['shape'] == 'texts' else 'queries'}{docs}; "
           f"x100; token limit {res['max_length']}, {tok['truncated']} of {tok['texts']} documents longer)")
     print(domain_table(res).round(2).to_string())
+    from gaprune_nb.worst import print_worst
+    print_worst(res['worst'], name)
     return res
 
 def _domain_report(f:Path) -> bool:
@@ -326,6 +331,7 @@ def evaluate_domain(model,                  # The model: folder, hub id or `Enco
                     out=None,               # Also write the result here as JSON (a new file, or a report this wrote)
                     batch_size:int=32,      # Texts per forward pass
                     show_progress:bool=True, # Stage heading (stderr)
+                    worst:int=5,            # With `dense`: the items that lose most, listed in the result (`domain_compare`)
                     **load                  # `Encoder.from_pretrained` settings: pooling, dtype, device, max_length
                    ) -> dict:
     "`gaprune eval --domain-data`: a model on the held-out rows of the user's data, as `run` and `slim` measure it (`domain_compare`)."
@@ -348,7 +354,7 @@ def evaluate_domain(model,                  # The model: folder, hub id or `Enco
     enc = lambda m: m if isinstance(m, Encoder) else Encoder.from_pretrained(src(m), **load)
     name = 'model' if isinstance(model, Encoder) or model is None else str(model)
     with stage({}, f'evaluate {name} on the held-out rows of the domain data', show_progress):
-        res = (domain_compare(enc(dense), enc(model), held.data, shape, name=name, batch_size=batch_size) if dense is not None
+        res = (domain_compare(enc(dense), enc(model), held.data, shape, name=name, batch_size=batch_size, worst=worst) if dense is not None
                else domain_alone(enc(model), held.data, shape, name=name, batch_size=batch_size))
     res['data'] = dict(sources=dd.sources, holdout=dict(frac=holdout, seed=seed, rows=len(held)))
     if out: write_json(out, res)

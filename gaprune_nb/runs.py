@@ -123,7 +123,11 @@ def report_markdown(report:dict # As returned by `prune_run`
     lines += ['', '| layer | kept | total | sparsity |', '|---|---|---|---|']
     lines += [f"| {r['layer']} | {r['kept']:,} | {r['numel']:,} | {r['sparsity']:.3f} |" for r in report['per_layer']]
     if 'evaluation' in report:
-        lines += ['', '## Evaluation', ''] + [f"- {k}: {v}" for k, v in report['evaluation'].items()]
+        ev = report['evaluation']
+        lines += ['', '## Evaluation', ''] + [f"- {k}: { {c: x for c, x in v.items() if c != 'worst'} }" for k, v in ev.items()]
+        if any(v.get('worst') for v in ev.values()):
+            from gaprune_nb.worst import worst_markdown  # (a later notebook's)
+            lines += worst_markdown(ev)
     return '\n'.join(lines) + '\n'
 
 def write_report(out:str|Path, # The run folder
