@@ -210,7 +210,7 @@ def run(cfg,                        # A `RunConfig`
     return report
 
 class TargetMissed(RuntimeError):
-    "`slim --speedup` ended short of its target: the model is saved, the command exits non-zero with one line (`_missed`)."
+    "`slim --speedup` ended short of its target: the model is saved, the command exits non-zero with one line (written by _missed)."
 
 def _load_said(s:dict) -> str:
     "How loaded the machine was when a speed-up was measured, in words: every figure says it."
