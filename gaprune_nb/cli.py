@@ -4,7 +4,7 @@
 
 # %% ../nbs/12_cli.ipynb #06eb0c17
 from __future__ import annotations
-import argparse, functools, sys, textwrap
+import argparse, functools, shlex, sys, textwrap
 from collections import namedtuple
 from dataclasses import fields, is_dataclass
 from pathlib import Path
@@ -13,10 +13,12 @@ from .dist import init_distributed, rank_world  # light too: torch.distributed i
 from .jobs import TargetMissed, demo, evaluate_domain, evaluate_model, parse_limit, run, slim_job  # light too: each job imports what it runs
 from .options import POOLINGS, RECOVERIES, SPEED_AT, SPEED_OF, RunConfig, SlimConfig, check_device, check_domain, check_scope, check_sparsity, parse_columns  # light: no torch, so --help and bad arguments answer at once
 from .outputs import output_locks  # light too
+from .console import console, write_log  # light too
 from .registry import ALIASES, DTYPES, METHODS, REGISTRY
 
 # %% auto #0
-__all__ = ['COMMON', 'EXPORTS', 'EXPORT_HELP', 'SLIM_GROUPS', 'SUITES', 'DEV_HELP', 'build_parser', 'main']
+__all__ = ['COMMON', 'EXPORTS', 'EXPORT_HELP', 'SLIM_GROUPS', 'SUITES', 'VERBOSE_HELP', 'DEV_HELP', 'LOGGED', 'build_parser',
+           'main']
 
 # %% ../nbs/12_cli.ipynb #4bf74025
 def _checked(conv, what):
@@ -195,6 +197,8 @@ def _add_slim(s, show=True):
     s.add_argument('--help-all', action='help', help='show every flag with its whole help')
 SUITES = ['finance', 'chemistry', 'general', 'hard-finance', 'hard-chemistry', 'hard-general']  # gaprune eval --suite
 
+VERBOSE_HELP = ("print every library's progress bars and messages, as before issue 53 (default: a line per stage, one bar for a long "
+                "stage, the results); a run folder's gaprune.log has the whole log either way")
 DEV_HELP = ('evaluate on the dev suites (every relevant document plus BM25-hard candidates, per-item scores) and print '
             'each Δ vs dense with its paired-bootstrap 95%% interval; --limit does not apply')
 
@@ -204,6 +208,7 @@ def build_parser(show=True # What `prune --help` / `run --help` list: True every
     ap = argparse.ArgumentParser('gaprune', description='Domain-aware compression of text-embedding models. '
                                  'A rerun of an interrupted prune/run resumes its statistics.')
     ap.add_argument('--debug', action='store_true', help='show full tracebacks')
+    ap.add_argument('--verbose', action='store_true', help=VERBOSE_HELP)
     sub = ap.add_subparsers(dest='cmd', required=True)
     pr = dict(formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_methods_help())  # the methods listed after the flags
     p = sub.add_parser('prune', help='prune a model for a domain and save it with its mask and report', **pr); _add_prune(p, show)
@@ -246,6 +251,7 @@ def build_parser(show=True # What `prune --help` / `run --help` list: True every
                    help='the domain: a bundled one (finance, chemistry, general) or any name with --domain-data (default finance)')
     d.add_argument('--domain-data', **_DATA_FLAGS['domain_data']); d.add_argument('--columns', **_DATA_FLAGS['columns'])
     d.add_argument('-n', type=_int_at_least(1), default=64, help='number of triplets')
+    for p in sub.choices.values(): p.add_argument('--verbose', action='store_true', default=argparse.SUPPRESS, help=VERBOSE_HELP)  # after the command too
     return ap
 
 # %% ../nbs/12_cli.ipynb #ec0e3511
@@ -273,10 +279,22 @@ def _shown(argv:list[str]): # The command line's arguments
 def _one_line(e:BaseException) -> str:
     return ' '.join(str(e).split()) or type(e).__name__
 
+LOGGED = {'prune': 'prune', 'run': 'prune', 'slim': 'slim', 'analyze': 'analyze'}  # commands that write a run folder, and its kind: its gaprune.log
+
 @output_locks()  # the command's --out is held from its check until the command ends, however it ends
 def main(argv:list[str]|None=None): # Arguments (default: the command line's)
-    "Entry point of the `gaprune` console script: every error prints one clear line (`--debug` for the traceback)."
-    args = build_parser(_shown(sys.argv[1:] if argv is None else argv)).parse_args(argv)
+    "Entry point of the `gaprune` console script: a line per stage, one bar per long stage, the results (`console`; all with --verbose), the whole log in the run folder; every error prints one clear line (`--debug` for the traceback)."
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    args = build_parser(_shown(argv)).parse_args(argv)
+    with console(args.verbose) as con:
+        con.log.append('$ gaprune ' + shlex.join(argv))
+        done = _command(args)
+        if done and args.cmd in LOGGED and rank_world()[0] == 0 and Path(args.out).is_dir():
+            con.flush(); write_log(args.out, LOGGED[args.cmd], con.log)
+        if done == 'missed': sys.exit(3)
+
+def _command(args) -> str|None:
+    "Run the parsed command: 'done', 'missed' (a target not reached; the model saved), or None (a process that does not report); an error exits with one line."
     run_kw = lambda: dict(overwrite=args.overwrite, cache=args.cache, checkpoint_every=args.checkpoint_every)
     load = dict(pooling=getattr(args, 'pooling', None), dtype=getattr(args, 'dtype', None), device=getattr(args, 'device', None))
     try:
@@ -288,7 +306,7 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
             from gaprune_nb.runs import report_markdown
             args.device = init_distributed(args.device)
             _, _, rep = prune_run(_config(args), out=args.out, stats=args.stats, **run_kw())
-            if rank_world()[0] > 0: return
+            if rank_world()[0] > 0: return None
             print(report_markdown(rep), end='')
             print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in rep['seconds'].items())); print(f"saved: {args.out}")
         elif args.cmd == 'eval' and args.worst and args.dense is None:
@@ -324,9 +342,10 @@ def main(argv:list[str]|None=None): # Arguments (default: the command line's)
         if args.cmd in ('prune', 'run') and args.export and rank_world()[0] == 0:
             from gaprune_nb.onnx_export import export_st_onnx
             for k, p in export_st_onnx(args.out, tuple(dict.fromkeys(args.export))).items(): print(f"{k}: {p}")
+        return 'done'
     except TargetMissed as e:  # the model is saved; the target was not reached: said in one line, a non-zero exit
         if args.debug: raise
-        print(f"gaprune {args.cmd}: {e}", file=sys.stderr); sys.exit(3)
+        print(f"gaprune {args.cmd}: {e}", file=sys.stderr); return 'missed'
     except KeyboardInterrupt as e:
         if args.debug: raise
         sys.exit(f"gaprune {args.cmd}: {str(e) or 'interrupted; rerun the same command to resume (nothing in --out was changed).'}")  # a bare Ctrl-C has no message

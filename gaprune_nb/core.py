@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import nn, Tensor
 from fastcore.basics import patch
-from tqdm.auto import tqdm
+from .console import progress  # tqdm.auto's bar; in a command, the console's
 from transformers import AutoModel, AutoTokenizer
 
 from .arch import (ARCHS, AUTO_MAP, SLIM_CLASS, SLIM_FILE, UnsupportedArchitecture, check_embedder, find_layers,
@@ -323,7 +323,7 @@ def encode(self:Encoder, texts:list[str], # The texts (a list, not one string)
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     out = []
     with evaluating(self):
-        for s in tqdm(range(0, len(texts), batch_size), disable=not show_progress, unit='batch',
+        for s in progress(range(0, len(texts), batch_size), disable=not show_progress, unit='batch',
                       desc=f"encode {'queries' if kind == 'query' else 'documents'}"):
             e = self([texts[i] for i in order[s:s+batch_size]], kind).float()
             out.append(nn.functional.normalize(e, dim=-1) if normalize else e)

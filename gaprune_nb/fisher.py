@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 import torch
 from torch import nn, Tensor
-from tqdm.auto import tqdm
+from .console import progress  # tqdm.auto's bar; in a command, the console's
 
 import gaprune_nb
 from .core import Encoder, evaluating, info_nce
@@ -351,7 +351,7 @@ def gradient_statistics(
     start = _resume(checkpoint_dir, ident, acc) if checkpoint_dir else 0
     mine = [s for s in range(start, n_steps) if s % world == rank]
     with _scored_only(encoder, linears):
-        for j, step in enumerate(tqdm(mine, initial=start // world, total=len(range(rank, n_steps, world)),
+        for j, step in enumerate(progress(mine, initial=start // world, total=len(range(rank, n_steps, world)),
                                       disable=not show_progress or rank > 0, desc='gradient statistics', unit='pair')):
             _add_step(acc, encoder, linears, dict(gen=general, dom=domain), {s: b[step] for s, b in bat.items() if step < len(b)},
                       temperature, in_batch, mode, chunk, recompute)

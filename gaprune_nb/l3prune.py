@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn, Tensor
-from tqdm.auto import tqdm
+from .console import progress  # tqdm.auto's bar; in a command, the console's
 
 from .core import Encoder, info_nce, pool
 from .core import evaluating
@@ -37,7 +37,7 @@ def layer_embeddings(enc:Encoder,        # The model, with its pooling and instr
     try:
         handles = [l.register_forward_hook(grab(i)) for i, l in enumerate(layers)]
         with evaluating(enc):
-            for s in tqdm(range(0, len(texts), batch_size), disable=not show_progress, desc=f'layers: {kind}s', unit='batch'):
+            for s in progress(range(0, len(texts), batch_size), disable=not show_progress, desc=f'layers: {kind}s', unit='batch'):
                 batch = enc.tokenize(list(texts[s:s+batch_size]), kind)
                 cur['mask'] = batch['attention_mask']
                 enc(batch=batch)

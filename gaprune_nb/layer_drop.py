@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm.auto import tqdm
+from .console import progress  # tqdm.auto's bar; in a command, the console's
 
 from .arch import (SUBLAYERS, SublayerSpec, UnsupportedArchitecture, drop_sublayers, dropped_sublayers,
                              restore_dropped, sublayer_parts, unwrap)
@@ -68,7 +68,7 @@ def effir_importance(enc:Encoder,             # The model, with its tokenizer an
             handles.append(layer.register_forward_hook(finish(i)))
         n_tok = 0
         with evaluating(enc):
-            for s in tqdm(range(0, len(texts), batch_size), disable=not show_progress, desc='EffiR importance', unit='batch'):
+            for s in progress(range(0, len(texts), batch_size), disable=not show_progress, desc='EffiR importance', unit='batch'):
                 batch = enc.tokenize(list(texts[s:s+batch_size]), kind)
                 cur['mask'] = batch['attention_mask'].bool()
                 n_tok += int(cur['mask'].sum())

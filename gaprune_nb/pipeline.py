@@ -28,6 +28,7 @@ from .registry import SHAPES, STAT_FIELDS, method, stat_fields
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, checksum_problem, dataset_sha256, write_checksums
 from .store import atomic_dir, sha256_json, state_dict_sha256
 from .outputs import check_output, check_space, output_locks
+from .console import finished, heading
 from .retraining import RetrainConfig, Teacher, mix_texts, retrain, teacher_targets
 
 # %% auto #0
@@ -90,12 +91,12 @@ def stage(timings:dict,       # Where the stage's wall time is recorded, under i
           stage:str,          # The stage's name, printed as a heading
           verbose:bool=True): # Print the heading and the time (to stderr)
     "Print a heading, run the stage, record and print its wall time."
-    if verbose: print(f"== {stage}", file=sys.stderr, flush=True)
+    if verbose: heading(stage)
     t = time.perf_counter()
     try: yield
     finally:
         timings[stage] = round(time.perf_counter() - t, 2)
-        if verbose: print(f"   {stage}: {timings[stage]:.1f}s", file=sys.stderr, flush=True)
+        if verbose: finished(stage, timings[stage])
 
 # %% ../nbs/11_pipeline.ipynb #89b2be0b
 def load_kwargs(cfg:RunConfig # A run's settings

@@ -10,7 +10,7 @@ from functools import partial
 
 import torch
 from torch import nn, Tensor
-from tqdm.auto import tqdm
+from .console import progress  # tqdm.auto's bar; in a command, the console's
 
 from .core import Encoder, info_nce, seed_everything
 from .arch import find_layers, mlp_linears
@@ -300,7 +300,7 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
         opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
         sched = get_linear_schedule_with_warmup(opt, math.ceil(cfg.warmup_ratio*steps), steps)
         enc.train()
-        bar = tqdm(list(zip(batches, tbatches)), desc=f'retrain ({cfg.method}, {cfg.loss})', disable=not cfg.progress, unit='step')
+        bar = progress(list(zip(batches, tbatches)), desc=f'retrain ({cfg.method}, {cfg.loss})', disable=not cfg.progress, unit='step')
         for step, (idx, ti) in enumerate(bar):
             loss, parts = _step_loss(enc, cfg, (q, p, n), idx, teacher, ti, w)
             pen = extra.penalty() if extra is not None else None

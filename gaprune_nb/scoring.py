@@ -8,7 +8,7 @@ import math, warnings
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
+from .console import progress  # tqdm.auto's bar; in a command, the console's
 
 from .core import Encoder, evaluating
 from .arch import mlp_linears
@@ -127,7 +127,7 @@ def activation_norms(encoder:Encoder,             # The model to calibrate (toke
     handles = [l.register_forward_pre_hook(hook(k)) for k, l in lins.items()]
     try:
         with evaluating(encoder):
-            for kind, texts in tqdm(list(calib_batches(calib, batch_size, shard=True)), disable=not show_progress, desc='calibration', unit='batch'):
+            for kind, texts in progress(list(calib_batches(calib, batch_size, shard=True)), disable=not show_progress, desc='calibration', unit='batch'):
                 batch = encoder.tokenize(texts, kind)
                 state['mask'] = batch['attention_mask'].bool()
                 encoder(batch=batch)

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import torch
 from torch import nn, Tensor
-from tqdm.auto import tqdm
+from .console import progress  # tqdm.auto's bar; in a command, the console's
 
 from .core import Encoder, evaluating
 from .arch import find_layers
@@ -102,7 +102,7 @@ def obs_prune(encoder:Encoder,             # The model, pruned in place
              ) -> dict:
     "SparseGPT on every MLP matrix, layer by layer on the pruned model: returns the keep-mask {name: bool tensor}."
     out = {}
-    for layer in tqdm(find_layers(encoder), disable=not show_progress, desc='SparseGPT', unit='layer'):
+    for layer in progress(find_layers(encoder), disable=not show_progress, desc='SparseGPT', unit='layer'):
         lins = layer.linears()
         down = layer.names.get('down')
         for group in ([k for k in lins if k != down], [down] if down in lins else []):

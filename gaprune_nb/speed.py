@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 import torch
-from tqdm.auto import tqdm
+from .console import progress  # tqdm.auto's bar; in a command, the console's
 
 from .arch import drop_sublayers, find_layers
 from .busy import others_busy, quiet, usable_cores
@@ -156,7 +156,7 @@ def unit_scores(enc:Encoder,             # The model to score
     n_tok = 0
     try:
         with evaluating(enc):
-            for s in tqdm(range(0, len(texts), batch_size), disable=not show_progress, desc='unit importance', unit='batch'):
+            for s in progress(range(0, len(texts), batch_size), disable=not show_progress, desc='unit importance', unit='batch'):
                 b = enc.tokenize(list(texts[s:s+batch_size]))
                 cur['mask'] = b['attention_mask']; n_tok += int(b['attention_mask'].sum())
                 enc(batch=b)
