@@ -251,7 +251,8 @@ def build_parser(show=True # What `prune --help` / `run --help` list: True every
                    help='the domain: a bundled one (finance, chemistry, general) or any name with --domain-data (default finance)')
     d.add_argument('--domain-data', **_DATA_FLAGS['domain_data']); d.add_argument('--columns', **_DATA_FLAGS['columns'])
     d.add_argument('-n', type=_int_at_least(1), default=64, help='number of triplets')
-    for p in sub.choices.values(): p.add_argument('--verbose', action='store_true', default=argparse.SUPPRESS, help=VERBOSE_HELP)  # after the command too
+    for p in sub.choices.values():  # after the command too; listed by gaprune --help and --help-all
+        p.add_argument('--verbose', action='store_true', default=argparse.SUPPRESS, help=VERBOSE_HELP if show is True else argparse.SUPPRESS)
     return ap
 
 # %% ../nbs/12_cli.ipynb #ec0e3511
