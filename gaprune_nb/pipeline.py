@@ -51,7 +51,7 @@ def calibration_sets(encoder:Encoder,          # The model whose query embedding
                      domain:str,                # The target domain (the general side is always included)
                      n:int=256,                 # Triplets chosen per side
                      seed:int=0,                # For the pool subset and k-means
-                     pool:int|None=4000,        # Triplets per side embedded for k-means (a seeded subset); None: all
+                     pool:int|None=1000,        # Rows per side embedded for k-means (a seeded subset, measured below); None: all
                      root:str|Path|None=None,   # Data folder (default: $GAPRUNE_DATA)
                      show_progress:bool=False,  # Progress bars while embedding
                      balance:bool=False,        # Pool: at most pool / (number of files) rows from each file
