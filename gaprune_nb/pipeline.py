@@ -45,13 +45,13 @@ def token_limit(enc:Encoder,  # The model
     finally: enc.max_length = ml
 
 # %% ../nbs/11_pipeline.ipynb #fd0bd672
-CLUSTER_TOKENS = 64  # token limit of the embeddings the calibration k-means clusters (measured below)
+CLUSTER_TOKENS = 64  # token limit of the embeddings the calibration k-means clusters (measured above)
 
 def calibration_sets(encoder:Encoder,          # The model whose query embeddings k-means clusters
                      domain:str,                # The target domain (the general side is always included)
                      n:int=256,                 # Triplets chosen per side
                      seed:int=0,                # For the pool subset and k-means
-                     pool:int|None=1000,        # Rows per side embedded for k-means (a seeded subset, measured below); None: all
+                     pool:int|None=1000,        # Rows per side embedded for k-means (a seeded subset; measured above); None: all
                      root:str|Path|None=None,   # Data folder (default: $GAPRUNE_DATA)
                      show_progress:bool=False,  # Progress bars while embedding
                      balance:bool=False,        # Pool: at most pool / (number of files) rows from each file
