@@ -315,6 +315,7 @@ def encode(self:Encoder, texts:list[str], # The texts (a list, not one string)
            batch_size:int=32,             # Texts per forward pass
            normalize:bool|None=None,      # Unit-length embeddings (default: the encoder's `normalize`)
            show_progress:bool=False,      # Progress bar over the batches
+           desc:str|None=None,            # The progress bar's label (default: 'encode queries' or 'encode documents')
            convert_to_numpy:bool=True):   # A numpy array (False: a tensor on the model's device)
     "Embed `texts` in batches (longest first, so padding is minimal), in input order, as float32."
     if isinstance(texts, str): raise TypeError("Pass a list of texts, not a single string.")
@@ -324,7 +325,7 @@ def encode(self:Encoder, texts:list[str], # The texts (a list, not one string)
     out = []
     with evaluating(self):
         for s in progress(range(0, len(texts), batch_size), disable=not show_progress, unit='batch',
-                      desc=f"encode {'queries' if kind == 'query' else 'documents'}"):
+                      desc=desc or f"encode {'queries' if kind == 'query' else 'documents'}"):
             e = self([texts[i] for i in order[s:s+batch_size]], kind).float()
             out.append(nn.functional.normalize(e, dim=-1) if normalize else e)
     emb = torch.cat(out)[torch.argsort(torch.tensor(order))] if out else torch.zeros(0, self.dim)

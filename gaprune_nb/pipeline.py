@@ -32,19 +32,32 @@ from .console import finished, heading
 from .retraining import RetrainConfig, Teacher, mix_texts, retrain, teacher_targets
 
 # %% auto #0
-__all__ = ['calibration_sets', 'calibrate', 'stage', 'load_kwargs', 'token_limit', 'statistics', 'recovery_texts',
-           'recovery_teacher', 'score', 'select', 'apply', 'prune_data', 'prune_run']
+__all__ = ['CLUSTER_TOKENS', 'token_limit', 'calibration_sets', 'calibrate', 'stage', 'load_kwargs', 'statistics',
+           'recovery_texts', 'recovery_teacher', 'score', 'select', 'apply', 'prune_data', 'prune_run']
+
+# %% ../nbs/11_pipeline.ipynb #53c0a1b2
+@contextmanager
+def token_limit(enc:Encoder,  # The model
+                n:int|None):   # Token limit inside the block; None: the model's own
+    "Inside the block `enc` truncates at `n` tokens (if lower than its own limit): the calibration sample's and the statistics' token limit."
+    ml = enc.max_length
+    if n: enc.max_length = min(ml, n)
+    try: yield enc
+    finally: enc.max_length = ml
 
 # %% ../nbs/11_pipeline.ipynb #fd0bd672
+CLUSTER_TOKENS = 64  # token limit of the embeddings the calibration k-means clusters (measured above)
+
 def calibration_sets(encoder:Encoder,          # The model whose query embeddings k-means clusters
                      domain:str,                # The target domain (the general side is always included)
                      n:int=256,                 # Triplets chosen per side
                      seed:int=0,                # For the pool subset and k-means
-                     pool:int|None=4000,        # Triplets per side embedded for k-means (a seeded subset); None: all
+                     pool:int|None=1000,        # Rows per side embedded for k-means (a seeded subset; measured above); None: all
                      root:str|Path|None=None,   # Data folder (default: $GAPRUNE_DATA)
                      show_progress:bool=False,  # Progress bars while embedding
                      balance:bool=False,        # Pool: at most pool / (number of files) rows from each file
-                     data:dict|None=None        # {'general': DomainData, domain: DomainData} (`RunData.sides`); None: the presets
+                     data:dict|None=None,       # {'general': DomainData, domain: DomainData} (`RunData.sides`); None: the presets
+                     cluster_tokens:int|None=CLUSTER_TOKENS # Token limit of the embeddings k-means clusters (the chosen rows stay whole); None: the model's own
                     ) -> dict:
     "k-means-selected calibration rows (over the queries, or the texts): {'general': Dataset, domain: Dataset}."
     out = {}
@@ -55,7 +68,8 @@ def calibration_sets(encoder:Encoder,          # The model whose query embedding
         else:
             ds = dd.data
             if pool and len(ds) > pool: ds = ds.shuffle(seed=seed).select(range(pool))
-        out[d] = kmeans_sample(ds, n, encoder, seed=seed, show_progress=show_progress, column=dd.key)
+        with token_limit(encoder, cluster_tokens):
+            out[d] = kmeans_sample(ds, n, encoder, seed=seed, show_progress=show_progress, column=dd.key)
     return out
 def calibrate(encoder:Encoder,             # The model the triplets are chosen with (k-means over its embeddings)
               cfg:RunConfig,               # domain, n_calib, pool, seed, balance, data
@@ -67,7 +81,7 @@ def calibrate(encoder:Encoder,             # The model the triplets are chosen w
     data = data or run_data(cfg, 'texts', 'the calibration', cfg.n_calib)
     make = lambda: calibration_sets(encoder, cfg.domain, cfg.n_calib, cfg.seed, cfg.pool, cfg.data, show_progress, cfg.balance, data.sides())
     if cache is None: return _say_short(make(), cfg)
-    key = sha256_json(dict(weights=state_dict_sha256(encoder), data=str(data_root(cfg.data)),  # what the choice depends on
+    key = sha256_json(dict(weights=state_dict_sha256(encoder), data=str(data_root(cfg.data)), cluster_tokens=CLUSTER_TOKENS,  # what the choice depends on
                            **{k: getattr(cfg, k) for k in ('domain', 'n_calib', 'pool', 'seed', 'balance')},
                            **({} if cfg.domain_data is cfg.general_data is cfg.holdout is None else dict(sources=data.record))))[:12]
     where = Path(cache)/f'calibration-{key}'
@@ -105,15 +119,6 @@ def load_kwargs(cfg:RunConfig # A run's settings
     return dict(pooling=cfg.pooling, dtype=cfg.dtype, device=cfg.device)
 
 # %% ../nbs/11_pipeline.ipynb #8a40639c
-@contextmanager
-def token_limit(enc:Encoder,  # The model
-                n:int|None):   # Token limit inside the block; None: the model's own
-    "Inside the block `enc` truncates at `n` tokens (if lower than its own limit): the statistics' token limit."
-    ml = enc.max_length
-    if n: enc.max_length = min(ml, n)
-    try: yield enc
-    finally: enc.max_length = ml
-
 def statistics(enc:Encoder,                 # The model (its scored MLP weights get gradients)
                calib:dict,                   # From `calibrate`
                cfg:RunConfig,                # domain, batch_size, max_length

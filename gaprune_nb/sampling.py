@@ -65,21 +65,23 @@ def kmeans_indices(emb:np.ndarray, # (n_points, dim) embeddings (L2-normalised f
     return np.sort(nearest_distinct(emb, km.cluster_centers_))
 
 # %% ../nbs/02_sampling.ipynb #8c185ae8
-def kmeans_sample(triplets,                 # A Dataset of (query, positive, negative) triplets
+def kmeans_sample(triplets,                 # A Dataset of (query, positive, negative) triplets, or of pairs or texts
                   n:int,                    # Number of triplets to keep
-                  encoder:Encoder,          # Embeds the queries (normally the model to be pruned)
+                  encoder:Encoder,          # Embeds the `column` texts (normally the model to be pruned)
                   seed:int=0,               # k-means seed
                   iters:int=20,             # k-means iterations
                   batch_size:int=64,        # Texts per forward pass while embedding
-                  column:str='query',       # The text that is embedded
+                  column:str='query',       # The text that is embedded ('query': with the query prompt; any other: as documents)
                   minibatch_above:int=10_000, # Use MiniBatchKMeans for more triplets than this
                   show_progress:bool=False):  # Progress bar while embedding
-    "`min(n, len)` distinct triplets nearest to k-means centroids of the queries, with a `source_index` column."
+    "`min(n, len)` distinct rows nearest to k-means centroids of their `column` embeddings, with a `source_index` column."
     if column not in getattr(triplets, 'column_names', ()):
         raise ValueError(f"Expected a Dataset with a {column!r} column, got {getattr(triplets, 'column_names', type(triplets).__name__)}.")
     if n >= len(triplets): idx = np.arange(len(triplets))
     else:
-        emb = encoder.encode(triplets[column], kind='query', batch_size=batch_size, normalize=True, show_progress=show_progress)
+        kind, what = ('query', 'queries') if column == 'query' else ('document', 'texts' if column == 'text' else f'{column} texts')
+        emb = encoder.encode(triplets[column], kind=kind, batch_size=batch_size, normalize=True, show_progress=show_progress,
+                             desc=f'encode {what} for the calibration sample')
         idx = kmeans_indices(emb, n, seed, iters, minibatch_above=minibatch_above)
     src = np.asarray(triplets['source_index'])[idx] if 'source_index' in triplets.column_names else idx
     out = triplets.select(idx.tolist())
