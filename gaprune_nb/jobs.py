@@ -180,6 +180,7 @@ def run(cfg,                        # A `RunConfig`
     from gaprune_nb.data import data_root
     from gaprune_nb.pipeline import load_kwargs, prune_data, prune_run
     from gaprune_nb.runs import write_report
+    from gaprune_nb.report import write_html
     from gaprune_nb.fixtures import default_model
     t0 = time.perf_counter()
     limit = _as_limit(limit); data_root(cfg.data)
@@ -201,7 +202,7 @@ def run(cfg,                        # A `RunConfig`
     except KeyboardInterrupt:
         raise KeyboardInterrupt(f"interrupted in the evaluation; the pruned model in {out} is complete: rerun the same command to evaluate it") from None
     report['seconds']['total'] = round(time.perf_counter() - t0, 2)
-    write_report(out, report)
+    write_report(out, report); write_html(out, report, 'prune')  # the page a person opens (with the seconds the JSON leaves out)
     print(f"\nsparsity {report['sparsity']:.4f} of {report['scored_weights']:,} MLP weights; "
           f"{report['differs_from_magnitude']:.1%} of decisions differ from magnitude pruning")
     for k, v in (report.get('resumed') or {}).items(): print(f"{k}: {v}")
@@ -289,6 +290,8 @@ def slim_job(cfg,                   # A `SlimConfig`
             raise KeyboardInterrupt(f"interrupted in the evaluation; the slimmed model in {out} is complete: evaluate it with gaprune eval --model {out}") from None
         write_json(Path(out)/'slim_report.json', {k: v for k, v in rep.items() if k != 'seconds'})
     rep['seconds']['total'] = round(time.perf_counter() - t0, 2)
+    from gaprune_nb.report import write_html
+    write_html(out, rep, 'slim')  # the page a person opens (with the seconds the JSON leaves out)
     print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in rep['seconds'].items())); print(f"saved: {out}")
     if (plan := rep.get('speed_plan')) and not plan['reached']: raise TargetMissed(_missed(plan, cfg, out))  # after saving: the model stays for inspection
     return rep

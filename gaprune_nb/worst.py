@@ -15,7 +15,8 @@ from .devsuite import (DevSpec, DevTask, TaskScores, dev_retrieval, dev_scores, 
 
 # %% auto #0
 __all__ = ['WORDS', 'HARD', 'METRIC', 'first_words', 'item_texts', 'item_scores', 'worst_items', 'worst_records', 'worst_lines',
-           'print_worst', 'worst_markdown', 'task_worst', 'suite_tasks', 'evaluate_items', 'items_table']
+           'print_worst', 'worst_sections', 'worst_markdown', 'task_worst', 'suite_tasks', 'evaluate_items',
+           'items_table']
 
 # %% ../nbs/09c_worst.ipynb #9cd7a7e7
 WORDS = 12      # words of an item's passage shown
@@ -101,18 +102,26 @@ def print_worst(lost:dict,       # {task: {'metric', 'model', 'items'}} (`task_w
     for t, w in lost.items(): print(f"\n== what was lost: {t} ({w['metric']}, x100; dense vs {name})\n" + worst_lines(w['items'], name))
 
 # %% ../nbs/09c_worst.ipynb #0e1801ba
+def worst_sections(evaluation:dict # A run's `report['evaluation']` (`jobs.compare`)
+                  ) -> list[tuple[str, list[dict]]]:
+    "Per suite (and task) with per-item scores: (its heading, its worst items `worst_records`); what the Markdown and HTML reports show."
+    out = []
+    for suite, ev in evaluation.items():
+        for task, w in (ev.get('worst') or {}).items():
+            where = 'held-out domain data' if suite == 'domain_suite' else f'{suite} suite'
+            out.append((f"{where}: {task}" + ('' if task == w['metric'] else f" ({w['metric']})") + f", x100, dense vs {w['model']}", w['items']))
+    return out
+
 def worst_markdown(evaluation:dict # A run's `report['evaluation']` (`jobs.compare`)
                   ) -> list[str]:
     "The report's 'What was lost' section: per suite (and task) with per-item scores, its worst items as a table; [] when none has them."
     esc = lambda t: str(t).replace('|', '\\|')
     lines = []
-    for suite, ev in evaluation.items():
-        for task, w in (ev.get('worst') or {}).items():
-            where = 'held-out domain data' if suite == 'domain_suite' else f'{suite} suite'
-            lines += ['', f"### {where}: {task}" + ('' if task == w['metric'] else f" ({w['metric']})") + f", x100, dense vs {w['model']}", '']
-            if not w['items']: lines.append('No item scores lower than with the dense model.'); continue
-            lines += ['| drop | dense | model | query | relevant passage (first words) |', '|---|---|---|---|---|']
-            lines += [f"| {r['drop']:.1f} | {r['dense']:.1f} | {r['model']:.1f} | {esc(r['query'])} | {esc(r['passage'])} |" for r in w['items']]
+    for title, items in worst_sections(evaluation):
+        lines += ['', f"### {title}", '']
+        if not items: lines.append('No item scores lower than with the dense model.'); continue
+        lines += ['| drop | dense | model | query | relevant passage (first words) |', '|---|---|---|---|---|']
+        lines += [f"| {r['drop']:.1f} | {r['dense']:.1f} | {r['model']:.1f} | {esc(r['query'])} | {esc(r['passage'])} |" for r in items]
     return ['', '## What was lost', '', 'The held-out items that lose most from the dense model to this one.'] + lines if lines else []
 
 # %% ../nbs/09c_worst.ipynb #da1cb592
