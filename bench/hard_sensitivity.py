@@ -62,17 +62,23 @@ def pruned(domain: str, method: str, seed: int, work: Path):
 
 
 def run(a, suites: dict):
+    "Cheapest and most telling cells first (resumable: a cell already scored is skipped), so a short run still answers the goals."
     work = Path(a.work); work.mkdir(parents=True, exist_ok=True)
-    by_domain = {d: {s: t for s, t in suites.items() if s.startswith(d + '.')} for d in a.domains}
-    for d in a.domains:   # finance complete first (dense, mpnet, methods at the first seed), then the next domain
-        score_cell('minilm-dense', lambda: (Encoder.from_pretrained(minilm_path()), {}), by_domain[d], model='all-MiniLM-L6-v2')
-        score_cell('mpnet-dense', lambda: (Encoder.from_pretrained(mpnet_path()), {}), by_domain[d], model='all-mpnet-base-v2')
-        score_cell('magnitude', pruned(d, 'magnitude', 0, work), by_domain[d], method='magnitude', sparsity=0.5)
-        for s in a.seeds[:1]:
-            for m in METHODS[1:]: score_cell(f'{d}-{m}-s{s}', pruned(d, m, s, work), by_domain[d], domain=d, method=m, seed=s, sparsity=0.5)
-    for s in a.seeds[1:]:
+    by = {d: {s: t for s, t in suites.items() if s.startswith(d + '.')} for d in a.domains}
+    minilm = lambda: (Encoder.from_pretrained(minilm_path()), {})
+    mpnet = lambda: (Encoder.from_pretrained(mpnet_path()), {})
+    meth = lambda d, m, s: score_cell(f'{d}-{m}-s{s}', pruned(d, m, s, work), by[d], domain=d, method=m, seed=s, sparsity=0.5)
+    first, fin = a.seeds[0], [d for d in a.domains if d == 'finance']
+    for d in a.domains:   # 1. dense MiniLM and magnitude (no calibration): two encodings per suite
+        score_cell('minilm-dense', minilm, by[d], model='all-MiniLM-L6-v2')
+        score_cell('magnitude', pruned(d, 'magnitude', 0, work), by[d], method='magnitude', sparsity=0.5)
+    for d in fin: score_cell('mpnet-dense', mpnet, by[d], model='all-mpnet-base-v2')   # 2. finance's mpnet goal
+    for d in a.domains: meth(d, 'wanda-row', first)                                   # 3. the default method
+    for d in a.domains: meth(d, 'obd-kfac', first)                                    # 4. the Fisher method (slow statistics)
+    for d in a.domains: score_cell('mpnet-dense', mpnet, by[d], model='all-mpnet-base-v2')
+    for s in a.seeds[1:]:                                                             # 5. the other seeds
         for d in a.domains:
-            for m in METHODS[1:]: score_cell(f'{d}-{m}-s{s}', pruned(d, m, s, work), by_domain[d], domain=d, method=m, seed=s, sparsity=0.5)
+            for m in METHODS[1:]: meth(d, m, s)
 
 
 def load(cell: str, suite: str):
