@@ -92,6 +92,12 @@ def load(cell: str, suite: str):
     return load_scores(f) if f.exists() else None
 
 
+def md_table(df: pd.DataFrame) -> str:
+    "A markdown table (no tabulate dependency)."
+    cells = [[str(c) for c in df.columns]] + [['' if pd.isna(v) else str(v) for v in r] for r in df.itertuples(index=False)]
+    return '\n'.join(['| ' + ' | '.join(cells[0]) + ' |', '|' + '---|' * len(df.columns)] + ['| ' + ' | '.join(r) + ' |' for r in cells[1:]])
+
+
 def report(suites: dict, seeds: list[int]):
     rows, goals = [], []
     for s in suites:
@@ -100,7 +106,7 @@ def report(suites: dict, seeds: list[int]):
         if dense is None: continue
         nq = len(dense[s].values)
         meth = {'magnitude': [x for x in [load('magnitude', s)] if x]}
-        seeds_of = {'magnitude': 'no seed'}
+        seeds_of = {'magnitude': 'none (no calibration)'}
         for m in METHODS[1:]:
             got = [(k, x) for k in seeds for x in [load(f'{d}-{m}-s{k}', s)] if x]
             meth[m] = [x for _, x in got]; seeds_of[m] = ','.join(str(k) for k, _ in got)
@@ -135,8 +141,8 @@ def report(suites: dict, seeds: list[int]):
           'MiniLM-L6 pruned at 50% of its MLP weights with the default `gaprune run` settings, calibrated on the suite\'s '
           'domain; a method with several seeds is the per-query mean of its seeds. nDCG_a / nDCG_b: the two sides of the comparison.', '']
     if len(df):
-        md.append(df.fillna('').to_markdown(index=False))
-        md += ['', '## Goals (issue 52)', '', pd.DataFrame(goals).to_markdown(index=False)]
+        md.append(md_table(df))
+        md += ['', '## Goals (issue 52)', '', md_table(pd.DataFrame(goals))]
     write_text(OUT/'sensitivity.md', '\n'.join(md) + '\n')
     print('\n'.join(md))
 
