@@ -482,8 +482,9 @@ def main(argv=None):
                          triplet_queries=dropped.get('triplet_queries', 0), triplet_passages=dropped.get('triplet_passages', 0),
                          **{k: v for k, v in sorted(dropped.items()) if not k.startswith(('holdout', 'triplet'))}),
             triplet_files=flt.files, build_notes=meta, license=LICENSES[domain], derivation=DERIVATION[domain],
-            sources=[dict(repo=r, commit=COMMITS[r], files=len(p), **({'path': next(iter(p)), 'git_blob_sha1': next(iter(p.values()))} if len(p) == 1 else
-                          {'paths_and_blobs': 'tools/hard_suite_pins.tsv (every file of this repo listed there is read)'}))
+            sources=[dict(repo=r, commit=COMMITS[r], files=len(p), **({'paths': [dict(path=k, git_blob_sha1=v) for k, v in p.items()]} if len(p) <= 10 else
+                          {'paths': 'tools/hard_suite_pins.tsv lists each path and git blob SHA-1 (every file of this repo listed there is read)',
+                           'pins_sha256': sha256_hex(PINS.read_bytes())}))
                      for r, p in by_repo.items()],
             files=files))
         print(f"{domain}/{name}: {counts} (slice {sc}); dropped {manifest['suites'][-1]['dropped']}; notes {meta}", file=sys.stderr)
