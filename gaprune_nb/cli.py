@@ -10,8 +10,8 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 from .dist import init_distributed, rank_world  # light too: torch.distributed is imported when a process group is joined
-from .jobs import TargetMissed, demo, evaluate_domain, evaluate_model, parse_limit, run, slim_job  # light too: each job imports what it runs
-from .options import POOLINGS, RECOVERIES, SPEED_AT, SPEED_OF, RunConfig, SlimConfig, check_device, check_domain, check_scope, check_sparsity, parse_columns  # light: no torch, so --help and bad arguments answer at once
+from .jobs import TargetMissed, demo, evaluate_domain, evaluate_model, run, slim_job  # light too: each job imports what it runs
+from .options import POOLINGS, RECOVERIES, SPEED_AT, SPEED_OF, RunConfig, SlimConfig, parse_limit, check_device, check_domain, check_scope, check_sparsity, parse_columns  # light: no torch, so --help and bad arguments answer at once
 from .outputs import output_locks  # light too
 from .console import console, write_log  # light too
 from .registry import ALIASES, DTYPES, METHODS, REGISTRY
@@ -320,7 +320,8 @@ def _command(args) -> str|None:
             print(domain_table(res).to_string())
             if args.worst: print_worst(res['worst'], res['model'])
         elif args.cmd == 'eval' and (args.worst or args.dense or args.suite.startswith('hard-')):  # per item
-            from gaprune_nb.worst import evaluate_items, items_table, print_worst
+            from gaprune_nb.jobs import evaluate_items
+            from gaprune_nb.worst import items_table, print_worst
             res = evaluate_items(args.model, args.suite, args.dense, args.worst or 5, args.limit, args.data, args.json,
                                  batch_size=args.batch_size or 32, max_length=args.max_length, **load)
             print(items_table(res).to_string())

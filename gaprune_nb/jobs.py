@@ -9,9 +9,13 @@ from pathlib import Path
 
 from .outputs import lock_output, output_locks  # light: no torch
 
+from .options import parse_limit  # light: no torch
+from .report import load_said  # light: the words every speed-up is printed with
+
+
 # %% auto #0
-__all__ = ['demo', 'parse_limit', 'evaluate_model', 'held_out', 'compare', 'run', 'TargetMissed', 'slim_job', 'domain_suite',
-           'evaluate_domain']
+__all__ = ['demo', 'evaluate_model', 'held_out', 'compare', 'run', 'TargetMissed', 'slim_job', 'domain_suite', 'evaluate_domain',
+           'evaluate_items']
 
 # %% ../nbs/11b_jobs.ipynb #cd442336
 def demo(model:str|None=None, # Model folder or hub id (default: the all-MiniLM-L6-v2 fixture)
@@ -46,18 +50,6 @@ def demo(model:str|None=None, # Model folder or hub id (default: the all-MiniLM-
 # %% ../nbs/11b_jobs.ipynb #28fa5d0a
 def _rank() -> int: return int(os.environ.get('RANK', '0'))  # this process's rank under torchrun / accelerate (0 alone)
 
-def parse_limit(s:str|int|None # 'tiny', 'full', 'none' or None, or a positive integer (as text or int)
-               ):
-    "'tiny', 'full' / None, or a positive integer (queries per retrieval task, see `Limit.scaled`); checked, not loaded."
-    if s in (None, 'none', 'full', 'tiny'): return None if s != 'tiny' else 'tiny'
-    if isinstance(s, int) and s > 0 or str(s).isdigit() and int(s) > 0: return int(s)
-    raise ValueError(f"--limit must be 'tiny', 'full' or a positive integer, not {s!r}")
-
-def _as_limit(s):
-    from gaprune_nb.subsets import TINY
-    s = parse_limit(s) if isinstance(s, (str, int, type(None))) else s
-    return TINY if s == 'tiny' else s
-
 def _eval_report(f:Path) -> bool:
     "Whether the existing file `f` is a report `gaprune eval --json` wrote (which a new one may replace)."
     import json
@@ -82,7 +74,8 @@ def evaluate_model(model,                 # A model folder, hub id or `Encoder` 
     from gaprune_nb.runs import read_folders
     from gaprune_nb.outputs import check_output_file
     from gaprune_nb.store import write_text
-    limit, root = _as_limit(limit), data_root(data)
+    from gaprune_nb.subsets import cli_limit
+    limit, root = cli_limit(limit), data_root(data)
     src = None if isinstance(model, Encoder) else model_source(default_model(model))
     if out: out = check_output_file(out, read_folders(root, src), ours=_eval_report)  # before the evaluation, not after
     enc = model if isinstance(model, Encoder) else Encoder.from_pretrained(src, **load)
@@ -183,7 +176,8 @@ def run(cfg,                        # A `RunConfig`
     from gaprune_nb.report import write_html
     from gaprune_nb.fixtures import default_model
     t0 = time.perf_counter()
-    limit = _as_limit(limit); data_root(cfg.data)
+    from gaprune_nb.subsets import cli_limit
+    limit = cli_limit(limit); data_root(cfg.data)
     data = prune_data(cfg)                                              # the run's data, read once
     held = held_out(cfg, data) if domain_held is None else domain_held  # checked before the pruning starts:
     bundled = _bundled_suite(cfg.domain, cfg.data, held, 'gaprune prune')  # something to evaluate on,
@@ -212,10 +206,6 @@ def run(cfg,                        # A `RunConfig`
 
 class TargetMissed(RuntimeError):
     "`slim --speedup` ended short of its target: the model is saved, the command exits non-zero with one line (written by _missed)."
-
-def _load_said(s:dict) -> str:
-    "How loaded the machine was when a speed-up was measured, in words: every figure says it."
-    return 'quiet machine' if s.get('quiet', True) else f"other processes kept {s['others']:.1f} cores busy: a quiet machine's may differ"
 
 def _speed_doubt(s:dict,   # A graph's speed-ups (`onnx_speed.onnx_speedup`)
                  sp:dict   # The PyTorch speed-ups of the same run (`measure_speedup`): the same dense model, inputs and threads
@@ -255,7 +245,8 @@ def slim_job(cfg,                   # A `SlimConfig`
     from gaprune_nb.slim_pipeline import check_slim_sizes, slim_data, slim_run
     from gaprune_nb.store import write_json
     t0 = time.perf_counter()
-    limit = _as_limit(limit); data_root(cfg.data); check_slim_sizes(cfg)  # checked before the slimming starts
+    from gaprune_nb.subsets import cli_limit
+    limit = cli_limit(limit); data_root(cfg.data); check_slim_sizes(cfg)  # checked before the slimming starts
     data = slim_data(cfg)                          # the run's data, read once
     held = (held_out(cfg, data) if domain_held is None else domain_held) if evaluate else None
     bundled = evaluate and _bundled_suite(cfg.domain, cfg.data, held, 'gaprune slim --no-eval')
@@ -269,7 +260,7 @@ def slim_job(cfg,                   # A `SlimConfig`
           f"{rep['dropped']['mlp'] or 'none'}; MLP widths: {rep['widths']}")
     sp = rep['speed']
     print(f"speed-up measured here: {sp['batch_speedup']:.2f}x for {sp['batch']} texts of {sp['tokens']} tokens{' (' + sp['tokens_why'] + ')' if sp.get('tokens_why') else ''}, {sp['single_speedup']:.2f}x for one "
-          f"({sp['threads']} thread{'s' if sp['threads'] != 1 else ''}, {sp['cpu']}; {_load_said(sp)}); FLOPs {sp['flops'] / sp['flops_dense']:.0%} of dense")
+          f"({sp['threads']} thread{'s' if sp['threads'] != 1 else ''}, {sp['cpu']}; {load_said(sp)}); FLOPs {sp['flops'] / sp['flops_dense']:.0%} of dense")
     export = tuple(dict.fromkeys((*export, *([cfg.speed_of] if cfg.speed_of != 'pytorch' else []))))  # the graph the plan was for: written and timed after the fine-tuning
     if export:  # the graphs users serve, timed against the dense model as `slim` timed its PyTorch model
         from gaprune_nb.onnx_export import export_st_onnx, note_onnx_speeds
@@ -280,7 +271,7 @@ def slim_job(cfg,                   # A `SlimConfig`
         if 'card' in paths: note_onnx_speeds(out, {k: s for k, s in rep['onnx'].items() if not s['doubt']})  # only figures that hold (a card of the user's is left as it is)
         del ref
         for k, s in rep['onnx'].items():
-            print(f"{k}: {paths[k]}; speed-up measured here in {s['runtime']}: {s['batch_speedup']:.2f}x for {s['batch']} texts of {s['tokens']} tokens, {s['single_speedup']:.2f}x for one ({_load_said(s)})"
+            print(f"{k}: {paths[k]}; speed-up measured here in {s['runtime']}: {s['batch_speedup']:.2f}x for {s['batch']} texts of {s['tokens']} tokens, {s['single_speedup']:.2f}x for one ({load_said(s)})"
                   + (f"; not written into the card: {s['doubt']}" if s['doubt'] else ''))
         write_json(Path(out)/'slim_report.json', {k: v for k, v in rep.items() if k != 'seconds'})
     if evaluate:
@@ -360,6 +351,57 @@ def evaluate_domain(model,                  # The model: folder, hub id or `Enco
         res = (domain_compare(enc(dense), enc(model), held.data, shape, name=name, batch_size=batch_size, worst=worst) if dense is not None
                else domain_alone(enc(model), held.data, shape, name=name, batch_size=batch_size))
     res['data'] = dict(sources=dd.sources, holdout=dict(frac=holdout, seed=seed, rows=len(held)))
+    if out: write_json(out, res)
+    return res
+
+def _items_report(f:Path) -> bool:
+    "Whether the existing file `f` is a report `evaluate_items` wrote (which a new one may replace)."
+    import json
+    try: d = json.loads(f.read_text())
+    except (OSError, ValueError): return False
+    return isinstance(d, dict) and {'suite', 'model', 'tasks', 'worst'} <= d.keys()
+
+def evaluate_items(model,                  # The model: folder, hub id or `Encoder` (None: the MiniLM fixture)
+                   suite:str='hard-finance', # A suite name (`suite_tasks`)
+                   dense=None,             # The dense model (folder, hub id or `Encoder`): Δ with intervals and the worst items; None: the model alone
+                   worst:int=5,            # Worst items listed per task (with `dense`)
+                   limit=None,             # 'tiny' or N queries per hard task (`suite_tasks`)
+                   data:str|None=None,     # Data folder (never written into)
+                   out=None,               # Also write the result here as JSON (a new file, or a report this wrote)
+                   batch_size:int=32,      # Texts per forward pass
+                   show_progress:bool=True, # Stage heading (stderr)
+                   **load                  # `Encoder.from_pretrained` settings: pooling, dtype, device, max_length
+                  ) -> dict:
+    "`gaprune eval --suite hard-<domain>` (or `--dense` / `--worst` on any suite): per-item scores of the model, and of dense, on the suite's tasks; each task's score, Δ with its paired-bootstrap 95% interval and worst items."
+    from gaprune_nb.core import Encoder, model_source
+    from gaprune_nb.devsuite import dev_scores, paired_bootstrap, summary
+    from gaprune_nb.worst import suite_tasks, task_worst
+    from gaprune_nb.fixtures import default_model
+    from gaprune_nb.subsets import cli_limit
+    from gaprune_nb.outputs import check_output_file
+    from gaprune_nb.pipeline import stage
+    from gaprune_nb.runs import read_folders
+    from gaprune_nb.store import write_json
+    if not isinstance(worst, int) or worst < 1: raise ValueError(f"--worst must be an integer >= 1, not {worst!r}")
+    limit = cli_limit(limit)
+    limit = 'tiny' if limit is not None and not isinstance(limit, int) else limit
+    tasks = suite_tasks(suite, data, limit)                         # everything checked before a model loads
+    src = lambda m: None if isinstance(m, Encoder) else model_source(default_model(m))
+    srcs = [src(model)] + ([src(dense)] if dense is not None else [])
+    if out: out = check_output_file(out, read_folders(data, srcs[0]), ours=_items_report)
+    enc = lambda m, s: m if isinstance(m, Encoder) else Encoder.from_pretrained(s, **load)
+    name = 'model' if isinstance(model, Encoder) or model is None else str(model)
+    with stage({}, f"evaluate {name}{' and dense' if dense is not None else ''} on the {suite} suite", show_progress):
+        b = dev_scores(enc(model, srcs[0]), tasks, batch_size)
+        a = dev_scores(enc(dense, srcs[1]), tasks, batch_size) if dense is not None else None
+    res = dict(suite=suite, model=name, dense=None if dense is None else ('dense' if isinstance(dense, Encoder) else str(dense)),
+               limit=limit, tasks={t.name: dict(queries=len(t.data.queries), corpus=len(t.data.corpus)) if t.kind == 'retrieval'
+                                   else dict(items=len(b[t.name].values)) for t in tasks},
+               scores={k: {name: round(float(v), 3)} for k, v in summary(b).items()}, worst={})
+    if a is not None:
+        ci = paired_bootstrap(b, a)
+        for k, v in summary(a).items(): res['scores'][k] = dict(dense=round(float(v), 3), **res['scores'][k], **{c: round(float(ci.loc[k, c]), 3) for c in ci.columns} if k in ci.index else {})
+        res['worst'] = task_worst(a, b, {t.name: t for t in tasks}, name, worst)
     if out: write_json(out, res)
     return res
 

@@ -14,7 +14,7 @@ from .store import sha256_file
 # %% auto #0
 __all__ = ['SCOPES', 'POOLINGS', 'DOMAINS', 'CANONICAL', 'IN_MEMORY', 'SPEED_AT', 'SPEED_OF', 'RECOVERIES', 'RECOVERY_BY_SHAPE',
            'check_sparsity', 'check_scope', 'check_device', 'check_domain', 'check_columns', 'parse_columns',
-           'verify_sources', 'ModelConfig', 'SlimConfig', 'RunConfig']
+           'verify_sources', 'ModelConfig', 'parse_limit', 'SlimConfig', 'RunConfig']
 
 # %% ../nbs/00b_options.ipynb #eb437b8c
 def check_sparsity(sparsity,                # The share of weights to prune
@@ -147,6 +147,14 @@ class ModelConfig:
                 verify_sources(recs, f"the {kind}'s {side} data")
                 setattr(cfg, k, list(dict.fromkeys(r['source'] if r['path'].startswith('hf://') else r['path'] for r in recs)) or getattr(cfg, k))
         return cfg
+
+def parse_limit(s:str|int|None # 'tiny', 'full', 'none' or None, or a positive integer (as text or int)
+               ):
+    "'tiny', 'full' / None, or a positive integer (queries per retrieval task, see `Limit.scaled`); checked, not loaded."
+    if s in (None, 'none', 'full', 'tiny'): return None if s != 'tiny' else 'tiny'
+    if isinstance(s, int) and s > 0 or str(s).isdigit() and int(s) > 0: return int(s)
+    raise ValueError(f"--limit must be 'tiny', 'full' or a positive integer, not {s!r}")
+
 
 # %% ../nbs/00b_options.ipynb #417351d3
 SPEED_AT = ('batch', 'one', 'both')  # what a speed-up target is measured at: a batch (throughput), one text (latency), or both (the smaller)

@@ -10,7 +10,7 @@ from pathlib import Path
 from .outputs import add_files
 
 # %% auto #0
-__all__ = ['HTML', 'delta_rows', 'delta_figure', 'report_html', 'write_html']
+__all__ = ['HTML', 'delta_rows', 'load_said', 'delta_figure', 'report_html', 'write_html']
 
 # %% ../nbs/10d_report.ipynb #d0a1b2c8
 HTML = 'report.html'  # the one-page report in a `run` or `slim` folder
@@ -33,6 +33,12 @@ def delta_rows(evaluation:dict # A run's `report['evaluation']` (`jobs.compare`)
             lo_hi = ci.get(t, [None] * 3)
             rows.append(dict(suite=suite, task=t, dense=d, model=m, delta=lo_hi[0] if t in ci else m - d, lo=lo_hi[1], hi=lo_hi[2]))
     return rows
+
+def load_said(s:dict # A measured speed-up (`measure_speedup` / `onnx_speedup`), with its `quiet` and `others`
+             ) -> str:
+    "How loaded the machine was when a speed-up was measured, in words: every figure says it."
+    return 'quiet machine' if s.get('quiet', True) else f"other processes kept {s['others']:.1f} cores busy: a quiet machine's may differ"
+
 
 # %% ../nbs/10d_report.ipynb #d0a1b2c9
 def delta_figure(rows:list[dict], # From `delta_rows`
@@ -82,11 +88,10 @@ def _facts(report:dict) -> list:
     if 'params_kept' in report:
         out += [('parameters kept', f"{report['params_kept']:.1%} (MLP {report['mlp_params_kept']:.1%})")]
     if sp := report.get('speed'):
-        from gaprune_nb.jobs import _load_said  # the words every speed-up is printed with
         out += [('speed-up, batch', f"{sp['batch_speedup']:.2f}x for {sp['batch']} texts of {sp['tokens']} tokens"),
-                ('speed-up, one text', f"{sp['single_speedup']:.2f}x"), ('measured on', f"{sp['threads']} thread(s), {sp['cpu']}; {_load_said(sp)}")]
+                ('speed-up, one text', f"{sp['single_speedup']:.2f}x"), ('measured on', f"{sp['threads']} thread(s), {sp['cpu']}; {load_said(sp)}")]
     for k, s in (report.get('onnx') or {}).items():
-        out.append((f'{k} speed-up', f"{s['batch_speedup']:.2f}x batch, {s['single_speedup']:.2f}x one ({_load_said(s)})" + (f"; doubtful: {s['doubt']}" if s.get('doubt') else '')))
+        out.append((f'{k} speed-up', f"{s['batch_speedup']:.2f}x batch, {s['single_speedup']:.2f}x one ({load_said(s)})" + (f"; doubtful: {s['doubt']}" if s.get('doubt') else '')))
     return out
 
 def report_html(report:dict,          # A `run` report (`gaprune_report.json`) or a `slim` one (`slim_report.json`), with its wall-clock 'seconds' if it has them

@@ -11,7 +11,7 @@ import numpy as np
 from .data import RetrievalData
 
 # %% auto #0
-__all__ = ['TINY', 'Limit', 'as_limit', 'sample_indices', 'round_robin', 'balanced_indices', 'subsample_retrieval']
+__all__ = ['TINY', 'Limit', 'as_limit', 'cli_limit', 'sample_indices', 'round_robin', 'balanced_indices', 'subsample_retrieval']
 
 # %% ../nbs/01b_subsets.ipynb #42e5f392
 @dataclass(frozen=True)
@@ -42,6 +42,14 @@ def as_limit(limit:Limit|int|None # A `Limit`, queries per retrieval task (`Limi
     if limit is None or isinstance(limit, Limit): return limit
     if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0: return Limit.scaled(limit)
     raise TypeError(f"limit must be a Limit, a positive int or None, not {limit!r}")
+
+def cli_limit(s # What `--limit` took: 'tiny', 'full' / None, N, or a `Limit` already made
+             ):
+    "The evaluation subsample a `--limit` value asks for: `subsets.TINY`, N queries per task, a `Limit` as it is, or None (full suites)."
+    from gaprune_nb.options import parse_limit  # (light; options imports nothing of the data)
+    s = parse_limit(s) if isinstance(s, (str, int, type(None))) else s
+    return TINY if s == 'tiny' else s
+
 
 # %% ../nbs/01b_subsets.ipynb #a372aaf7
 def sample_indices(rng,            # A `numpy.random.Generator`

@@ -15,8 +15,7 @@ from .devsuite import (DevSpec, DevTask, TaskScores, dev_retrieval, dev_scores, 
 
 # %% auto #0
 __all__ = ['WORDS', 'HARD', 'METRIC', 'first_words', 'item_texts', 'item_scores', 'worst_items', 'worst_records', 'worst_lines',
-           'print_worst', 'worst_sections', 'worst_markdown', 'task_worst', 'suite_tasks', 'evaluate_items',
-           'items_table']
+           'print_worst', 'worst_sections', 'worst_markdown', 'task_worst', 'suite_tasks', 'items_table']
 
 # %% ../nbs/09c_worst.ipynb #9cd7a7e7
 WORDS = 12      # words of an item's passage shown
@@ -152,55 +151,6 @@ def suite_tasks(suite:str,              # 'hard-<domain>' (the hard retrieval su
     return [DevTask(t.name, t.kind, dev_retrieval(t.data, spec(t.data))) for t in tasks]
 
 # %% ../nbs/09c_worst.ipynb #4fd54cda
-def _items_report(f:Path) -> bool:
-    "Whether the existing file `f` is a report `evaluate_items` wrote (which a new one may replace)."
-    import json
-    try: d = json.loads(f.read_text())
-    except (OSError, ValueError): return False
-    return isinstance(d, dict) and {'suite', 'model', 'tasks', 'worst'} <= d.keys()
-
-def evaluate_items(model,                  # The model: folder, hub id or `Encoder` (None: the MiniLM fixture)
-                   suite:str='hard-finance', # A suite name (`suite_tasks`)
-                   dense=None,             # The dense model (folder, hub id or `Encoder`): Δ with intervals and the worst items; None: the model alone
-                   worst:int=5,            # Worst items listed per task (with `dense`)
-                   limit=None,             # 'tiny' or N queries per hard task (`suite_tasks`)
-                   data:str|None=None,     # Data folder (never written into)
-                   out=None,               # Also write the result here as JSON (a new file, or a report this wrote)
-                   batch_size:int=32,      # Texts per forward pass
-                   show_progress:bool=True, # Stage heading (stderr)
-                   **load                  # `Encoder.from_pretrained` settings: pooling, dtype, device, max_length
-                  ) -> dict:
-    "`gaprune eval --suite hard-<domain>` (or `--dense` / `--worst` on any suite): per-item scores of the model, and of dense, on the suite's tasks; each task's score, Δ with its paired-bootstrap 95% interval and worst items."
-    from gaprune_nb.core import Encoder, model_source
-    from gaprune_nb.fixtures import default_model
-    from gaprune_nb.jobs import _as_limit
-    from gaprune_nb.outputs import check_output_file
-    from gaprune_nb.pipeline import stage
-    from gaprune_nb.runs import read_folders
-    from gaprune_nb.store import write_json
-    if not isinstance(worst, int) or worst < 1: raise ValueError(f"--worst must be an integer >= 1, not {worst!r}")
-    limit = _as_limit(limit)
-    limit = 'tiny' if limit is not None and not isinstance(limit, int) else limit
-    tasks = suite_tasks(suite, data, limit)                         # everything checked before a model loads
-    src = lambda m: None if isinstance(m, Encoder) else model_source(default_model(m))
-    srcs = [src(model)] + ([src(dense)] if dense is not None else [])
-    if out: out = check_output_file(out, read_folders(data, srcs[0]), ours=_items_report)
-    enc = lambda m, s: m if isinstance(m, Encoder) else Encoder.from_pretrained(s, **load)
-    name = 'model' if isinstance(model, Encoder) or model is None else str(model)
-    with stage({}, f"evaluate {name}{' and dense' if dense is not None else ''} on the {suite} suite", show_progress):
-        b = dev_scores(enc(model, srcs[0]), tasks, batch_size)
-        a = dev_scores(enc(dense, srcs[1]), tasks, batch_size) if dense is not None else None
-    res = dict(suite=suite, model=name, dense=None if dense is None else ('dense' if isinstance(dense, Encoder) else str(dense)),
-               limit=limit, tasks={t.name: dict(queries=len(t.data.queries), corpus=len(t.data.corpus)) if t.kind == 'retrieval'
-                                   else dict(items=len(b[t.name].values)) for t in tasks},
-               scores={k: {name: round(float(v), 3)} for k, v in summary(b).items()}, worst={})
-    if a is not None:
-        ci = paired_bootstrap(b, a)
-        for k, v in summary(a).items(): res['scores'][k] = dict(dense=round(float(v), 3), **res['scores'][k], **{c: round(float(ci.loc[k, c]), 3) for c in ci.columns} if k in ci.index else {})
-        res['worst'] = task_worst(a, b, {t.name: t for t in tasks}, name, worst)
-    if out: write_json(out, res)
-    return res
-
 def items_table(res:dict # From `evaluate_items`
                ) -> pd.DataFrame:
     "One row per task (and task type, `Avg.`): the model's score (x100), and with dense: dense's and 'Δ [95% CI]'."
