@@ -71,7 +71,8 @@ def test_slim_writes_a_report_page_with_size_and_speed(folders):
 
 
 def test_overwrite_replaces_the_page_and_a_users_page_is_refused(folders, bert, data, tmp_path):
-    run, *_ = folders
+    import shutil
+    run = tmp_path / 'run'; shutil.copytree(folders[0], run)   # a copy: the module's folders stay as made for the other tests (the browser's)
     before = (run / HTML).read_text()
     r = gaprune('prune', '--model', bert, '--data', data, '--method', 'magnitude', '--n-calib', 8, '--pool', 0, '--batch-size', 4,
                 '--out', run, '--overwrite')
