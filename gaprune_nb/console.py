@@ -131,7 +131,7 @@ def console(verbose:bool=False # Today's detail: the libraries' bars and message
 def progress(iterable=None, # What to iterate over
              **kw           # tqdm's settings: desc, total, unit, disable, initial ...
             ):
-    "A progress bar: tqdm's (`tqdm.auto`, a widget in a notebook) outside a command; in one, its console's (`Console.progress`)."
+    "A progress bar: tqdm's (`tqdm.auto`, a widget in a notebook) outside a command; in one, its console's (the progress method of Console)."
     if _CON[0] is None or kw.get('disable'):
         from tqdm.auto import tqdm
         return tqdm(iterable, **kw)
