@@ -134,7 +134,7 @@ def report(suites: dict, seeds: list[int]):
         goals.append(g)
     df = pd.DataFrame(rows)
     OUT.mkdir(parents=True, exist_ok=True)
-    write_text(OUT/'sensitivity.csv', df.drop(columns=['Δ [95% CI]'], errors='ignore').to_csv(index=False))
+    write_text(OUT/'sensitivity.csv', df.rename(columns={'lo': 'ci95_lo', 'hi': 'ci95_hi'}).to_csv(index=False))  # each Δ with its paired-bootstrap 95% interval
     md = ['# Hard suites: what 50% MLP pruning costs (nDCG@10 × 100, paired bootstrap 95% intervals, '
           f'{N_BOOT} resamples of the queries)', '',
           'Written by `bench/hard_sensitivity.py` from the per-query scores in `results/hard/<cell>/<suite>.json`. '

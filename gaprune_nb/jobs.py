@@ -50,12 +50,16 @@ def demo(model:str|None=None, # Model folder or hub id (default: the all-MiniLM-
 # %% ../nbs/11b_jobs.ipynb #28fa5d0a
 def _rank() -> int: return int(os.environ.get('RANK', '0'))  # this process's rank under torchrun / accelerate (0 alone)
 
-def _eval_report(f:Path) -> bool:
-    "Whether the existing file `f` is a report `gaprune eval --json` wrote (which a new one may replace)."
-    import json
-    try: d = json.loads(f.read_text())
-    except (OSError, ValueError): return False
-    return isinstance(d, dict) and {'model', 'revision', 'scores', 'types'} <= d.keys()
+def _report_of(*keys:str):
+    "A test for `check_output_file`: whether an existing file is a JSON report with these keys, one a command wrote (which a new one may replace)."
+    def ours(f:Path) -> bool:
+        import json
+        try: d = json.loads(f.read_text())
+        except (OSError, ValueError): return False
+        return isinstance(d, dict) and set(keys) <= d.keys()
+    return ours
+
+_eval_report = _report_of('scores', 'types', 'model', 'revision')  # Whether the existing file `f` is a report `gaprune eval --json` wrote (which a new one may replace).
 
 def evaluate_model(model,                 # A model folder, hub id or `Encoder` (None: the MiniLM fixture)
                    suite:str='finance',   # 'finance', 'chemistry' or 'general'
@@ -308,12 +312,7 @@ def domain_suite(dense,                 # The dense `Encoder`
     print_worst(res['worst'], name)
     return res
 
-def _domain_report(f:Path) -> bool:
-    "Whether the existing file `f` is a report `gaprune eval --domain-data --json` wrote (which a new one may replace)."
-    import json
-    try: d = json.loads(f.read_text())
-    except (OSError, ValueError): return False
-    return isinstance(d, dict) and {'shape', 'metrics', 'model', 'data'} <= d.keys()
+_domain_report = _report_of('data', 'model', 'metrics', 'shape')  # Whether the existing file `f` is a report `gaprune eval --domain-data --json` wrote (which a new one may replace).
 
 def evaluate_domain(model,                  # The model: folder, hub id or `Encoder` (None: the MiniLM fixture)
                     sources:list,           # The user's data (`--domain-data`): files, folders, globs or hub ids
@@ -354,12 +353,7 @@ def evaluate_domain(model,                  # The model: folder, hub id or `Enco
     if out: write_json(out, res)
     return res
 
-def _items_report(f:Path) -> bool:
-    "Whether the existing file `f` is a report `evaluate_items` wrote (which a new one may replace)."
-    import json
-    try: d = json.loads(f.read_text())
-    except (OSError, ValueError): return False
-    return isinstance(d, dict) and {'suite', 'model', 'tasks', 'worst'} <= d.keys()
+_items_report = _report_of('worst', 'tasks', 'suite', 'model')  # Whether the existing file `f` is a report `evaluate_items` wrote (which a new one may replace).
 
 def evaluate_items(model,                  # The model: folder, hub id or `Encoder` (None: the MiniLM fixture)
                    suite:str='hard-finance', # A suite name (`suite_tasks`)
