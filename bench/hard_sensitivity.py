@@ -81,10 +81,10 @@ def run(a, suites: dict):
         score_cell('magnitude', pruned(d, 'magnitude', 0, work), by[d], method='magnitude', sparsity=0.5)
     for d in a.domains: meth(d, 'wanda-row', first)                                   # 3. the default method
     for d in a.domains: meth(d, 'obd-kfac', first)                                    # 4. the Fisher method (slow statistics)
-    for d in a.domains: score_cell('mpnet-dense', mpnet, by[d], model='all-mpnet-base-v2')
     for s in a.seeds[1:]:                                                             # 5. the other seeds
         for d in a.domains:
             for m in METHODS[1:]: meth(d, m, s)
+    for d in a.domains: score_cell('mpnet-dense', mpnet, by[d], model='all-mpnet-base-v2')   # 6. mpnet (slow) elsewhere
 
 
 def load(cell: str, suite: str):
