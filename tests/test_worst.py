@@ -7,20 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from conftest import gaprune, one_line_error, prune_args
+from conftest import gaprune, one_line_error
 from gaprune_nb.core import Encoder
 from gaprune_nb.devsuite import hard_suite
 from gaprune_nb.fixtures import tiny_model
 
-
-
-@pytest.fixture(scope='module')
-def pruned(bert, data, tmp_path_factory):
-    "The tiny BERT with half its MLP weights removed by magnitude (a random tiny model's MLPs move its embeddings little)."
-    out = tmp_path_factory.mktemp('pruned') / 'run'
-    r = gaprune(*prune_args(bert, data, out, method='magnitude'))
-    assert r.returncode == 0, r.stderr[-3000:]
-    return out
 
 
 @pytest.fixture(scope='module')
@@ -70,8 +61,8 @@ def embed(folder, queries, docs):
     return enc.encode(queries, kind='query', normalize=True).astype(np.float64), enc.encode(docs, kind='document', normalize=True).astype(np.float64)
 
 
-def test_eval_worst_lists_the_largest_drops_on_the_hard_finance_slice(tmp_path, bert, pruned):
-    r = gaprune('eval', '--model', pruned, '--dense', bert, '--suite', 'hard-finance', '--limit', 'tiny', '--worst', 5,
+def test_eval_worst_lists_the_largest_drops_on_the_hard_finance_slice(tmp_path, bert, other):
+    r = gaprune('eval', '--model', other, '--dense', bert, '--suite', 'hard-finance', '--limit', 'tiny', '--worst', 5,
                 '--json', tmp_path / 'w.json')
     assert r.returncode == 0, r.stderr[-3000:]
     rd = hard_suite('finance', slice=True)[0].data
@@ -80,11 +71,11 @@ def test_eval_worst_lists_the_largest_drops_on_the_hard_finance_slice(tmp_path, 
     gains = [[rd.qrels.get(q, {}).get(d, 0) for d in ids] for q in rd.queries['_id']]
     rank_of_id = {d: -k for k, d in enumerate(sorted(ids))}  # trec_eval: equal scores, the larger document id first
     tb = [rank_of_id[d] for d in ids]
-    (qa, da), (qb, db) = embed(bert, queries, docs), embed(pruned, queries, docs)
+    (qa, da), (qb, db) = embed(bert, queries, docs), embed(other, queries, docs)
     a, b = ndcg10(qa @ da.T, gains, tb), ndcg10(qb @ db.T, gains, tb)
     want = expected_worst(a, b, 5)
     assert want, 'the pruned model should lose on some query'
-    got = json.loads((tmp_path / 'w.json').read_text())['worst']['finance.finqa_pages']['items']
+    got = json.loads((tmp_path / 'w.json').read_text())['worst']['finance.finqa_statements']['items']
     assert [x['item'] for x in got] == want and [x['query'] for x in got] == [queries[i] for i in want]
     for x, i in zip(got, want):
         assert x['dense'] == pytest.approx(100 * a[i], abs=2e-3) and x['model'] == pytest.approx(100 * b[i], abs=2e-3)
@@ -92,7 +83,7 @@ def test_eval_worst_lists_the_largest_drops_on_the_hard_finance_slice(tmp_path, 
         best = max(gains[i]); first = next(j for j, g in enumerate(gains[i]) if g == best)  # the (first) most relevant page
         assert x['passage'] == first12(docs[first])
     out = r.stdout
-    assert 'what was lost: finance.finqa_pages' in out and 'Δ [95% CI]' in out
+    assert 'what was lost: finance.finqa_statements' in out and 'Δ [95% CI]' in out
     for x in got: assert f"{x['drop']:6.1f}" in out and x['passage'] in out
 
 

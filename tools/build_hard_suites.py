@@ -29,10 +29,18 @@ COMMITS = {  # repo -> the commit every file of it is read at
     'abhisvakil/FinQA-Mini-Project': 'e77f3193479d4be236a3a5e56befadfd0f52cedd',
     'Aitslab/nlp_2021_alexander_petter': '1784721ed0b1fa1252f2359486f84e9b3514a6b3',
     'ppasupat/WikiTableQuestions': '7d455a5a707b96341ef72aff9428749d443d8aa9',
+    'humblef00ls/FinQA-new': 'ddef84d4dc397f5e14cb1623bc86dac133a8821c',
 }
 FINQA_FILES = [('sukritganesh/FinQA_Analysis', 'data/processed/dev_200.json', 'dev'),
                ('sukritganesh/FinQA_Analysis', 'data/processed/train_100.json', 'train'),
                ('abhisvakil/FinQA-Mini-Project', 'data/simplified/test_500.json', 'test')]
+_HF = 'code/generator/path_to_store_outputs/'
+FINQA_GOLD_FILES = [  # full FinQA test / dev examples (with qa.gold_inds) that a FinQA run saved as its error lists
+    ('humblef00ls/FinQA-new', _HF + 'finqa_add_module/inference_only_20211209125143_bert-base/results/test/full_results_error.json', 'test'),
+    ('humblef00ls/FinQA-new', _HF + 'finqa_normal/inference_only_20211209153118_bert-base/results/test/full_results_error.json', 'test'),
+    ('humblef00ls/FinQA-new', _HF + 'finqa_add_module/bert-base_20211209024546/results/loads/42/valid/full_results_error.json', 'dev'),
+    ('humblef00ls/FinQA-new', _HF + 'finqa_normal/bert-base_20211209130805/results/loads/51/valid/full_results_error.json', 'dev'),
+    ('humblef00ls/FinQA-new', _HF + 'finqa_normal/bert-base_20211209130805/results/loads/52/valid/full_results_error.json', 'dev')]
 CHEM_REPO = 'Aitslab/nlp_2021_alexander_petter'
 CHEM_DIR = 'utils/chemprot/chemprot/chemprot_test_gs/'
 CHEM_FILES = [CHEM_DIR + f for f in ('chemprot_test_abstracts_gs.tsv', 'chemprot_test_entities_gs.tsv', 'chemprot_test_gold_standard.tsv')]
@@ -41,7 +49,8 @@ WTQ_QUESTIONS = 'data/pristine-unseen-tables.tsv'
 LICENSES = {
     'finance': 'FinQA: MIT (czyssrs/FinQA LICENSE); texts from S&P 500 annual reports. Read from copies of the FinQA release '
                'committed in sukritganesh/FinQA_Analysis (dev 200 + train 100, original FinQA format) and abhisvakil/FinQA-Mini-Project '
-               '(500 test examples, simplified: id, question, pre_text, post_text, table, program); those repos have no LICENSE of their own',
+               '(500 test examples, simplified: id, question, pre_text, post_text, table, program), and the full FinQA test and dev examples '
+               'a FinQA run saved as error lists in humblef00ls/FinQA-new; those repos have no LICENSE of their own',
     'chemistry': 'BioCreative VI ChemProt (research use); the GitHub repo has no LICENSE; texts are PubMed abstracts',
     'general': 'CC BY-SA 4.0 (WikiTableQuestions; tables from Wikipedia)',
 }
@@ -99,7 +108,7 @@ def write_pins(mirror: Path):
         gd = mirror/repo.replace('/', '+')/'repo'
         out = subprocess.run(['git', '--git-dir', str(gd), 'ls-tree', '-r', COMMITS[repo]], capture_output=True, text=True, check=True).stdout
         return {l.split('\t', 1)[1]: l.split()[2] for l in out.splitlines()}
-    for repo, path, _ in FINQA_FILES: rows.append((repo, path, tree(repo)[path]))
+    for repo, path, _ in FINQA_FILES + FINQA_GOLD_FILES: rows.append((repo, path, tree(repo)[path]))
     t = tree(CHEM_REPO)
     rows += [(CHEM_REPO, p, t[p]) for p in CHEM_FILES]
     t = tree(WTQ_REPO)
@@ -272,43 +281,46 @@ def numbers(s: str) -> set:
     return out
 
 
+def finqa_page(ex: dict, ntok):
+    "One FinQA report page: (title, chunks, units); each unit (text, key) keyed as FinQA's gold_inds ('text_<i>' over pre + post text, 'table_<row>')."
+    ticker, year, page = ex['filename'].split('/'); page = page.replace('page_', '').replace('.pdf', '')
+    sents = [(s.strip(), f'text_{i}') for i, s in enumerate(ex['pre_text'] + ex['post_text'])]
+    pre = [u for u in sents[:len(ex['pre_text'])] if len(u[0]) > 2]
+    post = [u for u in sents[len(ex['pre_text']):] if len(u[0]) > 2]
+    tab = ex['table']; head = tab[0] if tab else []
+    rows = []
+    for i, r in enumerate(tab):
+        if i == 0: rows.append(('table columns: ' + ' | '.join(c for c in r if c.strip()), 'table_0')); continue
+        cells = [f'{h}: {v}' if h.strip() else v for h, v in zip(head[1:], r[1:])]
+        rows.append((f'{r[0]} | ' + ' | '.join(cells), f'table_{i}'))
+    header = f'{ticker} {year} annual report, page {page}'
+    return header, chunk(header, pre + rows + post, ntok), pre + rows + post
+
+
 def finance(rd: Reader, ntok):
-    pages, queries, qrels, units_of = {}, {}, {}, {}
+    """Every report page of every FinQA copy is a candidate passage; queries only where FinQA's own annotated evidence
+    (qa.gold_inds) is known, so every relevant chunk holds the annotated evidence (the first suite also took test questions
+    whose evidence was guessed from the numbers of their program: those labels are left out here)."""
+    pages, queries, qrels = {}, {}, {}
     meta = collections.Counter()
-    for repo, path, split in FINQA_FILES:
+    for repo, path, split in FINQA_GOLD_FILES + FINQA_FILES:
         for ex in json.loads(rd.text(repo, path)):
-            fid = ex['id']; fname = ex.get('filename') or fid.rsplit('-', 1)[0]
-            ticker, year, page = fname.split('/'); page = page.replace('page_', '').replace('.pdf', '')
-            if fname not in pages:
-                sents = [(s.strip(), f'text_{i}') for i, s in enumerate(ex['pre_text'] + ex['post_text'])]
-                pre = [u for u in sents[:len(ex['pre_text'])] if len(u[0]) > 2]
-                post = [u for u in sents[len(ex['pre_text']):] if len(u[0]) > 2]
-                tab = ex['table']; head = tab[0] if tab else []
-                rows = []
-                for i, r in enumerate(tab):
-                    if i == 0: rows.append(('table columns: ' + ' | '.join(c for c in r if c.strip()), 'table_0')); continue
-                    cells = [f'{h}: {v}' if h.strip() else v for h, v in zip(head[1:], r[1:])]
-                    rows.append((f'{r[0]} | ' + ' | '.join(cells), f'table_{i}'))
-                header = f'{ticker} {year} annual report, page {page}'
-                pages[fname] = (header, chunk(header, pre + rows + post, ntok))
-                units_of[fname] = pre + rows + post
-            if split in ('dev', 'train'): gold = set(ex['qa']['gold_inds'])
-            else:   # the simplified test copy has no gold_inds: the units holding the program's numbers
-                args = set()
-                for a in re.findall(r'\(([^)]*)\)', ex['program']):
-                    for x in a.split(','):
-                        x = x.strip()
-                        if x and not x.startswith(('#', 'const_')): args |= numbers(x)
-                gold = {k for t, k in units_of[fname] if args and numbers(t) & args}
-                meta['test_queries_gold_from_program'] += 1
-            question = ex['qa']['question'] if 'qa' in ex else ex['question']
-            qid = f'finqa-{split}-' + re.sub(r'[^A-Za-z0-9]+', '_', fid)
-            rel = [f'{fname}#c{j}' for j, (_, keys) in enumerate(pages[fname][1]) if keys & gold]
+            fname = ex.get('filename') or ex['id'].rsplit('-', 1)[0]; ex['filename'] = fname
+            if fname not in pages: pages[fname] = finqa_page(ex, ntok)
+            qa = ex.get('qa') or {}
+            if 'gold_inds' not in qa: meta['examples_without_gold_inds'] += 1; continue
+            qid = f'finqa-{split}-' + re.sub(r'[^A-Za-z0-9]+', '_', ex['id'])
+            if qid in queries: meta['duplicate_examples'] += 1; continue
+            header, chunks, _ = pages[fname]
+            gold = set(qa['gold_inds'])
+            rel = [f'{fname}#c{j}' for j, (_, keys) in enumerate(chunks) if keys & gold]
             if not rel: meta['queries_without_located_evidence'] += 1; continue
-            queries[qid] = f'{ticker} {year} annual report: {question.strip()}'
+            ticker, year, _ = fname.split('/')
+            queries[qid] = f'{ticker} {year} annual report: {qa["question"].strip()}'
             qrels[qid] = rel
-    corpus = {f'{f}#c{j}': (h, t) for f, (h, ch) in pages.items() for j, (t, _) in enumerate(ch)}
-    meta.update(pages=len(pages), page_chunks=len(corpus), companies=len({f.split('/')[0] for f in pages}))
+    corpus = {f'{f}#c{j}': (h, t) for f, (h, ch, _) in pages.items() for j, (t, _) in enumerate(ch)}
+    meta.update(pages=len(pages), page_chunks=len(corpus), companies=len({f.split('/')[0] for f in pages}),
+                gold_queries=len(queries))
     return queries, corpus, qrels, dict(meta)
 
 
@@ -398,7 +410,7 @@ def write_beir(folder: Path, qids, pids, queries, corpus, qrels) -> dict:
 
 
 SUITES = [  # domain, name, builder, max queries, corpus size, one query per group (key of a query id) or None
-    ('finance', 'finqa_pages', finance, 300, 1500, None),
+    ('finance', 'finqa_statements', finance, 300, 2000, lambda q: q.rsplit('_', 1)[0]),   # one question per report page
     ('chemistry', 'chemprot_relations', chemistry, 300, 1100, lambda q: q.split('-')[1]),
     ('general', 'wtq_tables', general, 300, 1500, lambda q: q),
 ]
