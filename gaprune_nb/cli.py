@@ -4,7 +4,7 @@
 
 # %% ../nbs/12_cli.ipynb #06eb0c17
 from __future__ import annotations
-import argparse, functools, shlex, sys, textwrap
+import argparse, functools, shlex, shutil, sys, textwrap
 from collections import namedtuple
 from dataclasses import fields, is_dataclass
 from pathlib import Path
@@ -17,8 +17,8 @@ from .console import console, write_log  # light too
 from .registry import ALIASES, DTYPES, METHODS, REGISTRY
 
 # %% auto #0
-__all__ = ['COMMON', 'EXPORTS', 'EXPORT_HELP', 'SLIM_GROUPS', 'SUITES', 'VERBOSE_HELP', 'DEV_HELP', 'LOGGED', 'build_parser',
-           'main']
+__all__ = ['COMMON', 'EXPORTS', 'EXPORT_HELP', 'BRIEF', 'SLIM_GROUPS', 'SUITES', 'VERBOSE_HELP', 'DEV_HELP', 'LOGGED',
+           'build_parser', 'main']
 
 # %% ../nbs/12_cli.ipynb #4bf74025
 def _checked(conv, what):
@@ -131,15 +131,23 @@ def _add_settings(p, show=True):
         g = p.add_argument_group(f'settings of {", ".join(names)} ({cls.__module__}.{cls.__name__}; "none" unsets)')
         _add_fields(g, cls, _SETTING_FLAGS, shown=True if show is True or (m and m.config is cls) else ())
 
-def _methods_help() -> str:
-    "The methods, one paragraph each, for the end of `prune --help`."
-    alias = {n: a for a, n in ALIASES.items()}
-    lines = ["methods (--method NAME; 'gaprune prune --method NAME --help' lists its settings, --help-all every flag):"]
+def _width() -> int:
+    "The width help is wrapped to: argparse's (the terminal's, less 2), within 60..110."
+    return max(60, min(shutil.get_terminal_size().columns - 2, 110))
+
+def _methods_help(brief:bool=False # One line per method (`--help`), its summary cut to the width; else one paragraph each (`--help-all`)
+                 ) -> str:
+    "The methods, for the end of `prune --help`."
+    alias, w = {n: a for a, n in ALIASES.items()}, _width()
+    lines = textwrap.wrap("methods (--method NAME; 'gaprune prune --method NAME --help' lists its settings, --help-all every flag):", w)
     for m in REGISTRY.values():
+        if brief:
+            lines.append(f'  {m.name:<17} ' + textwrap.shorten((f'[alias {alias[m.name]}] ' if m.name in alias else '') + m.summary, w - 20, placeholder=' ...'))
+            continue
         tags = ([f'alias {alias[m.name]}'] if m.name in alias else []) + ([f'scope {m.scope}'] if m.scope != 'global' else []) + \
                ([f'settings {m.config.__name__}'] if m.config else []) + (['a pruner: updates the weights'] if m.kind == 'pruner' else [])
         text = m.summary + (f" [{'; '.join(tags)}]" if tags else '')
-        lines += textwrap.wrap(text, 110, initial_indent=f'  {m.name:<17} ', subsequent_indent=' ' * 20)
+        lines += textwrap.wrap(text, w, initial_indent=f'  {m.name:<17} ', subsequent_indent=' ' * 20)
     return '\n'.join(lines)
 
 EXPORTS = ('onnx', 'onnx-int8', 'onnx-int8-tensor')
@@ -154,12 +162,26 @@ def _export_ready(kinds, flag='--export'):
     try: import onnx, onnxruntime, onnxscript  # noqa: F401  (light: no model is loaded)
     except ImportError as e: raise ValueError(f"{flag} {' '.join(kinds)} needs the ONNX packages ({e.name} is missing): pip install 'gaprune_nb[onnx]'") from None
 
+BRIEF = dict(  # the one-sentence help `--help` shows for a flag whose whole help (`--help-all`) is longer
+    model='the model folder or hub id (default: the bundled all-MiniLM-L6-v2)', domain='the domain: finance, chemistry or a name of yours with --domain-data (default finance)',
+    domain_data="your domain's data: a file, folder, glob or hub id; repeat for more (default: the bundled DOMAIN data)",
+    columns='which of your columns is query, positive, negative or text (default: found by the usual names)',
+    out='output folder, new or empty (required)', overwrite='replace an earlier gaprune run in --out, its own files only (default off)',
+    export='also write ONNX graphs: onnx, onnx-int8 or onnx-int8-tensor; repeat the flag (default none)',
+    general='also evaluate on the general suite (default off)', dev='evaluate on the dev suites: each Δ with its 95%% interval (default off)',
+    limit="subsample the suites: 'tiny' or N queries per task (default: full)")
+
+def _brief(flags:dict, show, names) -> dict:
+    "`flags` (field: `add_argument` settings) with the `BRIEF` help of `names` unless `show` is True (`--help-all`)."
+    return flags if show is True else flags | {k: {**flags.get(k, {}), 'help': BRIEF[k].replace('%%', '%')} for k in names}
+
 def _add_prune(p, show=True):
-    "The flags of `prune` and `run`: the fields of `RunConfig` and of each method's settings, the output and the statistics' work folder; `--help` lists all (`show` True), the common ones and one method's settings (its name), or the common ones (None)."
-    _add_run(p, shown=True if show is True else COMMON)
-    p.add_argument('--out', required=True, help='output folder: must be new or empty (written atomically)')
-    p.add_argument('--overwrite', action='store_true', help='replace a previous gaprune prune run in --out: its own files only (gaprune_files.json); anything else there is named and refused')
-    p.add_argument('--export', action='append', choices=EXPORTS, default=None, help=EXPORT_HELP)
+    "The flags of `prune` and `run`: the fields of `RunConfig` and of each method's settings, the output and the statistics' work folder; `--help` lists all (`show` True), the common ones and one method's settings (its name), or the common ones (None), each in one sentence."
+    _add_fields(p, RunConfig, _brief(_RUN_FLAGS, show, ('model', 'domain', 'domain_data', 'columns')), shown=True if show is True else COMMON)
+    text = lambda k, whole: whole if show is True else BRIEF[k]
+    p.add_argument('--out', required=True, help=text('out', 'output folder: must be new or empty (written atomically)'))
+    p.add_argument('--overwrite', action='store_true', help=text('overwrite', 'replace a previous gaprune prune run in --out: its own files only (gaprune_files.json); anything else there is named and refused'))
+    p.add_argument('--export', action='append', choices=EXPORTS, default=None, help=text('export', EXPORT_HELP), metavar=None if show is True else 'KIND')
     more = {} if show is True else dict(help=argparse.SUPPRESS)
     p.add_argument('--cache', default=None, **(more or dict(help='keep statistics checkpoints and finished statistics here for reuse '
                                                                   '(default: OUT.partial, removed when the run completes)')))
@@ -168,33 +190,34 @@ def _add_prune(p, show=True):
     _add_settings(p, show)
 
 SLIM_GROUPS = {  # what `slim --help` lists, most used first, each flag in one sentence with its default; `--help-all` lists every flag with its whole help
-    'data and domain': dict(model='the model folder or hub id (default: the bundled all-MiniLM-L6-v2)', domain='the domain: finance, chemistry or a name of yours with --domain-data',
-                            domain_data="your domain's data: a file, folder, glob or hub id; repeat for more (default: the bundled DOMAIN data)", columns='which of your columns is query, positive, negative or text (default: found by the usual names)'),
-    'target': dict(speedup='the CPU speed-up to reach, measured here against the dense model (default: none, --keep / --drop-mlp decide)', speed_of="whose speed it is: the PyTorch model, or an int8 ONNX graph of it",
-                   layers="keep only the first N layers (or L3Prune's small / large) first (default: all)", keep='without --speedup: the share of MLP neurons kept (default 0.6)',
-                   drop_mlp='without --speedup: MLP sub-layers dropped first'),
-    'recovery': dict(finetune_steps='fine-tuning steps after slimming', recovery="the fine-tuning's loss (default: chosen by your data's shape)"),
+    'data and domain': {k: BRIEF[k] for k in ('model', 'domain', 'domain_data', 'columns')},
+    'target': dict(speedup='the CPU speed-up to reach, measured against the dense model (default none)', speed_of="whose speed: pytorch, onnx-int8 or onnx-int8-tensor (default pytorch)",
+                   layers="keep the first N layers (or L3Prune's small / large) (default: all)", keep='without --speedup: the share of MLP neurons kept (default 0.6)',
+                   drop_mlp='without --speedup: MLP sub-layers dropped first (default 0)'),
+    'recovery': dict(finetune_steps='fine-tuning steps after slimming (default 100)', recovery="the fine-tuning's loss (default: chosen by your data's shape)"),
 }
 _SLIM_CHOICES = dict(recovery=dict(choices=RECOVERIES), speed_at=dict(choices=SPEED_AT), speed_of=dict(choices=SPEED_OF))
+_SLIM_METAVARS = dict(speed_of='KIND', recovery='LOSS', speedup='X', layers='N', drop_mlp='N', keep='SHARE', finetune_steps='N')  # `--help`: short names for long choices
 
 def _add_slim(s, show=True):
-    "`slim`'s flags in groups, most used first: data and domain, target, output and export, recovery; the rest under 'advanced', listed by `--help-all` (`show` True)."
+    "`slim`'s flags in groups, most used first: data and domain, target, output and export, recovery, advanced; `--help` lists each common flag in one sentence with its default, `--help-all` (`show` True) every flag with its whole help."
     flags, seen = _DATA_FLAGS | _SLIM_CHOICES, set()
     for title, short in SLIM_GROUPS.items():
-        brief = {k: {**flags.get(k, {}), 'help': v} for k, v in short.items()} if show is not True else {}
+        brief = {k: {**flags.get(k, {}), 'help': v} | ({'metavar': _SLIM_METAVARS[k]} if k in _SLIM_METAVARS else {}) for k, v in short.items()} if show is not True else {}
         _add_fields(s.add_argument_group(title), SlimConfig, flags | brief, only=tuple(short)); seen |= set(short)
         if title == 'target':
             o = s.add_argument_group('output and export')
-            o.add_argument('--out', required=True, help='output folder: new or empty (written atomically)')
-            o.add_argument('--export', action='append', choices=EXPORTS, default=None, help=EXPORT_HELP if show is True else 'also write ONNX graphs (repeat the flag; default none)')
+            o.add_argument('--out', required=True, help='output folder: new or empty (written atomically)' if show is True else BRIEF['out'])
+            o.add_argument('--export', action='append', choices=EXPORTS, default=None, help=EXPORT_HELP if show is True else BRIEF['export'], metavar=None if show is True else 'KIND')
             o.add_argument('--eval', action=argparse.BooleanOptionalAction, default=True, help='then evaluate dense and slimmed on the domain suite (default on)')
-            o.add_argument('--general', action='store_true', help='also evaluate on the general suite (default off)')
-            o.add_argument('--overwrite', action='store_true', help='replace a previous gaprune slim run in --out: its own files only (gaprune_files.json); anything else there is named and refused')
+            o.add_argument('--general', action='store_true', help=BRIEF['general'])
+            o.add_argument('--overwrite', action='store_true', help='replace a previous gaprune slim run in --out: its own files only (gaprune_files.json); anything else there is named and refused' if show is True else BRIEF['overwrite'])
             o.add_argument('--dev', action='store_true', help=DEV_HELP if show is True else argparse.SUPPRESS)
             o.add_argument('--limit', type=_checked(parse_limit, 'limit'), default=None, help="subsample the suites: 'tiny' or N queries per task (default: full)" if show is True else argparse.SUPPRESS)
     rest = tuple(f.name for f in fields(SlimConfig) if f.name not in seen)
-    _add_fields(s.add_argument_group('advanced (gaprune_nb.options.SlimConfig; "none" unsets)' if show is True else None), SlimConfig, flags, only=rest, shown=True if show is True else ())
-    s.add_argument('--help-all', action='help', help='show every flag with its whole help')
+    a = s.add_argument_group('advanced (gaprune_nb.options.SlimConfig; "none" unsets)' if show is True else 'advanced')
+    a.add_argument('--help-all', action='help', help='show every flag: timing, ranking, gates, fine-tuning, calibration, dev suites')
+    _add_fields(a, SlimConfig, flags, only=rest, shown=True if show is True else ())
 SUITES = ['finance', 'chemistry', 'general', 'hard-finance', 'hard-chemistry', 'hard-general']  # gaprune eval --suite
 
 VERBOSE_HELP = ("print every library's progress bars and messages, as before issue 53 (default: a line per stage, one bar for a long "
@@ -210,14 +233,14 @@ def build_parser(show=True # What `prune --help` / `run --help` list: True every
     ap.add_argument('--debug', action='store_true', help='show full tracebacks')
     ap.add_argument('--verbose', action='store_true', help=VERBOSE_HELP)
     sub = ap.add_subparsers(dest='cmd', required=True)
-    pr = dict(formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_methods_help())  # the methods listed after the flags
+    usage = lambda *flags: None if show is True else ' '.join(('%(prog)s --out OUT [--domain-data SOURCE]', *flags, '[options]'))  # `--help`: one line
+    pr = dict(formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_methods_help(show is not True), usage=usage('[--method NAME]'))  # the methods listed after the flags
     p = sub.add_parser('prune', help='prune a model for a domain and save it with its mask and report', **pr); _add_prune(p, show)
     p.add_argument('--stats', default=None, help='reuse gradient statistics saved by an earlier run (its stats/ folder)' if show is True else argparse.SUPPRESS)
     r = sub.add_parser('run', help='prune, then evaluate dense and pruned on the domain suite (the main job)', **pr); _add_prune(r, show)
-    r.add_argument('--general', action='store_true', help='also evaluate on the general suite')
-    r.add_argument('--dev', action='store_true', help=DEV_HELP)
-    r.add_argument('--limit', type=_checked(parse_limit, 'limit'), default=None,
-                   help="subsample the suites: 'tiny' or N queries per task (default: full)")
+    r.add_argument('--general', action='store_true', help=BRIEF['general'])
+    r.add_argument('--dev', action='store_true', help=DEV_HELP if show is True else BRIEF['dev'])
+    r.add_argument('--limit', type=_checked(parse_limit, 'limit'), default=None, help=BRIEF['limit'])
     e = sub.add_parser('eval', help='evaluate a model on a suite'); _add_run(e, _LOAD)
     e.add_argument('--suite', default='finance', choices=SUITES, help="a bundled suite, or hard-DOMAIN: the hard retrieval suites of "
                    "bench/hard, scored per query (default finance)")
@@ -237,7 +260,7 @@ def build_parser(show=True # What `prune --help` / `run --help` list: True every
     e.add_argument('--dense', default=None, metavar='MODEL', help='the dense model (folder or hub id): Δ vs dense with paired-bootstrap 95%% intervals, '
                    'per item (a bundled suite: its dev suite); needed for --worst and for texts-only data (agreement with dense)')
     s = sub.add_parser('slim', help='a smaller, faster model: to a measured CPU speed-up (--speedup 2), or EffiR coarse-to-fine by shares (--drop-mlp, --keep); fine-tuned',
-                       epilog=None if show is True else 'gaprune slim --help-all lists every flag (timing, ranking, gates, fine-tuning, calibration).')
+                       usage=usage('[--speedup X]'))
     _add_slim(s, show)
     g = sub.add_parser('analyze', help='geometry of saved runs against their dense model (table with intervals, figures)')
     g.add_argument('runs', nargs='+', metavar='RUN_DIR', help='folders written by gaprune prune / run / slim (one dense model and domain)')

@@ -16,6 +16,7 @@ from scipy.stats import rankdata, spearmanr
 from sklearn.linear_model import LogisticRegression
 
 from .data import DataError, RetrievalData, catalog, load_classification, load_retrieval, load_sts
+from .console import progress  # tqdm.auto's bar; in a command, the console's (the stage's one bar)
 from .evaluation import TYPE_ABBR
 from .subsets import balanced_indices, round_robin, sample_indices
 from .store import write_text
@@ -188,13 +189,14 @@ def _classification(train, test, emb) -> np.ndarray:
 
 def dev_scores(encoder,              # An `Encoder` (anything with `encode(texts, kind=, batch_size=, normalize=)`)
                tasks:list[DevTask],  # From `dev_suite`
-               batch_size:int=32     # Texts per forward pass
+               batch_size:int=32,    # Texts per forward pass
+               show_progress:bool=False # A bar over the tasks (unit 'task')
               ) -> dict[str, TaskScores]:
     "Per-item scores of `encoder` on every task: {task name: `TaskScores`}."
     cache = {}
     emb = lambda texts, kind: embed_cached(encoder, texts, kind, batch_size, cache)
     out = {}
-    for t in tasks:
+    for t in progress(tasks, desc='evaluate', unit='task', disable=not show_progress):
         if t.kind == 'retrieval': out[t.name] = TaskScores(t.name, t.type, _retrieval(t.data, emb))
         elif t.kind == 'classification': out[t.name] = TaskScores(t.name, t.type, _classification(*t.data, emb))
         else:

@@ -24,6 +24,7 @@ from mteb.types import PromptType
 
 from .data import (DataError, RetrievalData, catalog, load_classification, load_retrieval, load_sts,
                              read_json, resolve)
+from .console import progress  # tqdm.auto's bar; in a command, the console's (the stage's one bar)
 from .subsets import TINY, Limit, as_limit, balanced_indices, sample_indices, subsample_retrieval
 from .store import canonical_json, file_chunks, sha256_stream, state_dict_sha256, write_text
 
@@ -311,7 +312,7 @@ def _drop_stale(cache, meta:ModelMeta, tasks:list[AbsTask]):
 def evaluate(encoder,                         # an `Encoder` (or an `MtebEncoder`, used as it is)
              suite_or_tasks:str|Sequence,     # a suite name, or tasks / suite names / catalog names / mteb task names
              batch_size:int=32,               # texts per forward pass
-             show_progress:bool=True,         # progress bars
+             show_progress:bool=True,         # progress bars: one over the tasks (unit 'task'), the encoding's inside it
              cache:str|Path|None=None,        # folder for mteb's results cache (resume, skip done tasks); None: no cache
              *, root:str|Path|None=None,      # data folder (see `gaprune_nb.data.data_root`)
              limit:Limit|int|None=None,       # subsample every local task (e.g. `TINY`)
@@ -321,18 +322,20 @@ def evaluate(encoder,                         # an `Encoder` (or an `MtebEncoder
              untyped:str='document',          # how texts without a query/document role are embedded
              overwrite:bool=False,            # evaluate again even when the cache has the result
             ) -> Report:
-    "Evaluate `encoder` with mteb on a suite or tasks; main scores, task-type averages and `Avg.` in a `Report`."
+    "Evaluate `encoder` with mteb on a suite or tasks, one task at a time under a bar that counts tasks; main scores, task-type averages and `Avg.` in a `Report`."
     with keep_rng(): ts = _tasks(suite_or_tasks, root, limit)
     model = encoder if isinstance(encoder, MtebEncoder) else \
         MtebEncoder(encoder, name, revision, untyped=untyped, prompts=prompts, cache=True)
     rc = mteb.ResultCache(cache) if cache is not None else None
     if rc is not None: _drop_stale(rc, model.mteb_model_meta, ts)
+    results = []
     with keep_rng(), _quiet(show_progress):
-        res = mteb.evaluate(model, ts, encode_kwargs=dict(batch_size=batch_size, show_progress_bar=show_progress),
-                            cache=rc, overwrite_strategy='always' if overwrite else 'only-missing',
-                            show_progress_bar=show_progress, co2_tracker=False)
+        for t in progress(ts, desc='evaluate', unit='task', disable=not show_progress):  # what mteb does for a list, with our bar: a stage's bar counts tasks, not an encoding's batches
+            results += mteb.evaluate(model, [t], encode_kwargs=dict(batch_size=batch_size, show_progress_bar=show_progress),
+                                     cache=rc, overwrite_strategy='always' if overwrite else 'only-missing',
+                                     show_progress_bar=False, co2_tracker=False).task_results
     types = {t.metadata.name: t.metadata.type for t in ts}
-    by = {r.task_name: r for r in res.task_results}
+    by = {r.task_name: r for r in results}
     def scores(r): return r.scores['test' if 'test' in r.scores else next(iter(r.scores))][0]
     meta = model.mteb_model_meta
     return Report(meta.name, meta.revision, {t: float(by[t].get_score()) for t in types}, types,

@@ -122,7 +122,7 @@ def compare(dense,                 # The dense `Encoder`
     ev, timings = {}, {} if timings is None else timings
     for s in ([domain] if domain else []) + (['general'] if general else []):
         with stage(timings, f'evaluate dense and {name} on the {s} {"dev " if dev else ""}suite', show_progress):
-            if dev: tab, ci, lost = _dev_compare(dense, model, name, s, data)
+            if dev: tab, ci, lost = _dev_compare(dense, model, name, s, data, show_progress)
             else: tab, ci, lost = table({'dense': evaluate_model(dense, s, limit, data, show_progress), name: evaluate_model(model, s, limit, data, show_progress)}), None, None
         ev[s] = {k: {c: round(float(v), 3) for c, v in tab.loc[k].items()} for k in tab.index}
         print(f"\n== {s} {'dev suite (x100)' if dev else f'suite (x100; last row: change of {name} vs dense, %)'}")
@@ -136,14 +136,14 @@ def compare(dense,                 # The dense `Encoder`
     if domain_held is not None: ev['domain_suite'] = domain_suite(dense, model, name, domain_held, timings, show_progress)
     return ev
 
-def _dev_compare(dense, model, name:str, suite:str, data):
+def _dev_compare(dense, model, name:str, suite:str, data, show_progress:bool=False):
     "Both models on the dev suite `suite`: their score table, Δ (model − dense) per task and `Avg.` with its paired-bootstrap interval, and each task's 5 worst items (`worst.task_worst`)."
     import pandas as pd
     from gaprune_nb.data import data_root
     from gaprune_nb.devsuite import dev_suite, dev_scores, paired_bootstrap, summary
     from gaprune_nb.worst import task_worst
     tasks = dev_suite(suite, data_root(data))
-    a, b = dev_scores(dense, tasks), dev_scores(model, tasks)
+    a, b = dev_scores(dense, tasks, show_progress=show_progress), dev_scores(model, tasks, show_progress=show_progress)
     return pd.DataFrame({'dense': summary(a), name: summary(b)}).T, paired_bootstrap(b, a), task_worst(a, b, {t.name: t for t in tasks}, name)
 
 def _unevaluated(out:str|Path, # A run folder
@@ -386,8 +386,8 @@ def evaluate_items(model,                  # The model: folder, hub id or `Encod
     enc = lambda m, s: m if isinstance(m, Encoder) else Encoder.from_pretrained(s, **load)
     name = 'model' if isinstance(model, Encoder) or model is None else str(model)
     with stage({}, f"evaluate {name}{' and dense' if dense is not None else ''} on the {suite} suite", show_progress):
-        b = dev_scores(enc(model, srcs[0]), tasks, batch_size)
-        a = dev_scores(enc(dense, srcs[1]), tasks, batch_size) if dense is not None else None
+        b = dev_scores(enc(model, srcs[0]), tasks, batch_size, show_progress)
+        a = dev_scores(enc(dense, srcs[1]), tasks, batch_size, show_progress) if dense is not None else None
     res = dict(suite=suite, model=name, dense=None if dense is None else ('dense' if isinstance(dense, Encoder) else str(dense)),
                limit=limit, tasks={t.name: dict(queries=len(t.data.queries), corpus=len(t.data.corpus)) if t.kind == 'retrieval'
                                    else dict(items=len(b[t.name].values)) for t in tasks},

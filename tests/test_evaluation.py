@@ -235,3 +235,30 @@ def test_fast_label_conversion_keeps_scores(tmp_path):
     pred = rng.integers(0, 3, 200)
     ours, theirs = task._calculate_scores(col, pred), AbsTaskClassification._calculate_scores(task, list(col), pred)
     assert ours == theirs and type(col).__name__ == 'Column'
+
+
+# ---------------------------------------------------------------- the evaluation stage's bar (issue 53)
+def test_the_evaluation_bar_counts_tasks_not_batches(tmp_path, monkeypatch):
+    "On a terminal, an evaluation stage's one bar is `evaluate`'s over the tasks (unit 'task', total: the tasks); each encoding's batches bar is inside it, in the log only. `dev_scores` counts tasks the same way."
+    import io
+    from gaprune_nb.console import console, finished, heading
+    from gaprune_nb.devsuite import DevTask, dev_scores
+    class Terminal(io.StringIO):
+        def isatty(self): return True
+    tasks = [local_task('retrieval', beir_folder(tmp_path/'toy'/'ret', 6, {'q0': {'d1': 1}, 'q1': {'d4': 2}})),
+             local_task('classification', cls_folder(tmp_path/'toy'/'cls', [(f'tr{i}', i % 2) for i in range(20)], [(f'te{i}', i % 2) for i in range(10)]))]
+    enc = Encoder(*tiny_model('bert'))
+    monkeypatch.setattr('sys.stdout', Terminal()); monkeypatch.setattr('sys.stderr', err := Terminal())
+    with console() as con:
+        heading('evaluate on the toy suite')
+        evaluate(enc, tasks, batch_size=4, show_progress=True)
+        finished('evaluate on the toy suite', 1.0)
+    screen = err.getvalue()
+    assert '\r== evaluate on the toy suite:   0%|' in screen and '| 0/2 [' in screen and 'task/s]' in screen, screen
+    assert 'batch' not in screen and 'encode' not in screen  # the encodings' bars: the log only
+    assert any('encode' in l and 'batch' in l for l in con.log)
+    dev = [DevTask(f'sts{i}', 'sts', __import__('pandas').DataFrame(dict(sentence1=['a b', 'c d'], sentence2=['a', 'd'], score=[1., 2.]))) for i in range(3)]
+    monkeypatch.setattr('sys.stderr', err := Terminal())
+    with console():
+        heading('dev'); dev_scores(enc, dev, 2, show_progress=True); finished('dev', 1.0)
+    assert '| 0/3 [' in err.getvalue() and 'task/s]' in err.getvalue() and 'batch' not in err.getvalue()
