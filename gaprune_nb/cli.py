@@ -43,6 +43,11 @@ def _positive(s):
     if not v > 0: raise ValueError(f"must be a number > 0, not {s}")
     return v
 
+def _seconds(s):
+    v = float(s)
+    if not v >= 0: raise ValueError(f"must be seconds >= 0, not {s}")
+    return v
+
 def _scope(s): check_scope(s, None); return s
 
 def _none_or(conv):
@@ -109,6 +114,10 @@ _RUN_FLAGS = dict(  # `RunConfig` fields whose flag needs more than its annotati
     pooling=dict(choices=POOLINGS), dtype=dict(choices=DTYPES), device=dict(type=_checked(check_device, 'device')),
     update=dict(choices=['obs']), recovery=dict(choices=RECOVERIES), retrain_steps=dict(type=_int_at_least(0), metavar='N'),
     score=None)  # the method's settings are flags of their own, one group per family (`_add_settings`)
+
+_MODELS = dict(nargs='+', action='extend', metavar='MODEL', help="the model: a folder or hub id (default: the bundled "
+               "all-MiniLM-L6-v2); several (--model A B C, or the flag repeated; an ONNX graph of a folder too, FOLDER/onnx/FILE.onnx): "
+               "each timed against the first on this machine and scored, with Δ vs the first and its 95% interval")  # (_add_fields escapes the %)
 
 def _add_run(p, only:tuple|None=None, shown=True):
     "`RunConfig`'s flags (or those of the fields in `only`; `shown`: those `--help` lists)."
@@ -241,7 +250,8 @@ def build_parser(show=True # What `prune --help` / `run --help` list: True every
     r.add_argument('--general', action='store_true', help=BRIEF['general'])
     r.add_argument('--dev', action='store_true', help=DEV_HELP if show is True else BRIEF['dev'])
     r.add_argument('--limit', type=_checked(parse_limit, 'limit'), default=None, help=BRIEF['limit'])
-    e = sub.add_parser('eval', help='evaluate a model on a suite'); _add_run(e, _LOAD)
+    e = sub.add_parser('eval', help='evaluate a model on a suite, or several: each timed against the first, scored, Δ vs the first')
+    _add_fields(e, RunConfig, {**_RUN_FLAGS, 'model': _MODELS}, _LOAD)
     e.add_argument('--suite', default='finance', choices=SUITES, help="a bundled suite, or hard-DOMAIN: the hard retrieval suites of "
                    "bench/hard, scored per query (default finance)")
     e.add_argument('--limit', type=_checked(parse_limit, 'limit'), default=None, help="subsample: 'tiny' or N queries per task (default: full); "
@@ -259,6 +269,13 @@ def build_parser(show=True # What `prune --help` / `run --help` list: True every
     u.add_argument('--seed', type=_int_at_least(0), default=0, help="the split's seed: the run's (default 0)")
     e.add_argument('--dense', default=None, metavar='MODEL', help='the dense model (folder or hub id): Δ vs dense with paired-bootstrap 95%% intervals, '
                    'per item (a bundled suite: its dev suite); needed for --worst and for texts-only data (agreement with dense)')
+    f = e.add_argument_group('several models (--model A B ...; gaprune_nb.compare): a table and, with --json, a JSON and a speed-vs-quality plot')
+    f.add_argument('--plot', default=None, metavar='PNG', help='write the plot here (default with --json: beside it, as .png)')
+    f.add_argument('--threads', type=_int_at_least(1), default=None, help="CPU threads the models are timed with (default: torch's setting)")
+    f.add_argument('--speed-wait', type=_checked(_seconds, 'seconds >= 0'), default=15., metavar='SECONDS',
+                   help='before timing, seconds to wait for other processes to leave the cores free (default 15)')
+    f.add_argument('--speed-tokens', type=_int_at_least(1), default=128, metavar='N', help='timing: tokens per text (default 128)')
+    f.add_argument('--speed-batch', type=_int_at_least(1), default=32, metavar='N', help='timing: texts per pass (default 32)')
     s = sub.add_parser('slim', help='a smaller, faster model: to a measured CPU speed-up (--speedup 2), or EffiR coarse-to-fine by shares (--drop-mlp, --keep); fine-tuned',
                        usage=usage('[--speedup X]'))
     _add_slim(s, show)
@@ -324,6 +341,9 @@ def _command(args) -> str|None:
     try:
         _export_ready(getattr(args, 'export', None))
         if getattr(args, 'speed_of', None) not in (None, 'pytorch'): _export_ready([args.speed_of], '--speed-of')
+        if args.cmd == 'eval' and len(args.model or ()) < 2:  # one model: its score (with --dense, Δ vs dense)
+            if args.plot: raise ValueError("--plot draws several models' speed against their scores: give two or more, --model A B")
+            args.model = (args.model or [None])[0]
         if args.cmd == 'demo': demo(args.model, args.domain, args.n, args.data, args.domain_data, args.columns, **load)
         elif args.cmd == 'prune':
             from gaprune_nb.pipeline import prune_run
@@ -333,6 +353,15 @@ def _command(args) -> str|None:
             if rank_world()[0] > 0: return None
             print(report_markdown(rep), end='')
             print('time: ' + ', '.join(f"{k} {v:.0f}s" for k, v in rep['seconds'].items())); print(f"saved: {args.out}")
+        elif args.cmd == 'eval' and isinstance(args.model, list):  # several models: the first is the reference
+            from gaprune_nb.compare import evaluate_frontier, frontier_table, timing_said
+            if args.dense or args.worst: raise ValueError("with several models the first is the reference: drop --dense and --worst "
+                                                          "(they compare one model with its dense model)")
+            res = evaluate_frontier(args.model, args.domain_data, args.columns, args.holdout, args.seed, args.suite, args.limit, args.data,
+                                    args.json, args.plot, batch_size=args.batch_size or 32, tokens=args.speed_tokens, batch=args.speed_batch,
+                                    threads=args.threads, wait=args.speed_wait, max_length=args.max_length, **load)
+            print(timing_said(res['timing'])); print(frontier_table(res).to_string())
+            print(''.join(f"saved: {res[k]}\n" for k in ('json', 'plot') if k in res), end='')
         elif args.cmd == 'eval' and args.worst and args.dense is None:
             raise ValueError(f"--worst {args.worst} lists what the model lost against the dense model: give it with --dense (a folder or hub id)")
         elif args.cmd == 'eval' and args.domain_data:
