@@ -41,6 +41,7 @@ from gaprune_nb.store import write_text
 METHODS = ('wanda-row', 'sparsegpt', 'obd-kfac', 'gaprune-paper')   # the slow Fisher methods last
 SEED, N_BOOT, N_TAU = 0, 2000, 1000
 TIE, GENERAL_SLACK = 0.5, 2.0
+XDOMAIN = ('wanda-row', 'obd-kfac')   # methods of the domain-awareness control
 
 
 def hard_name(domain: str) -> str: return hard_suite(domain)[0].name
@@ -74,6 +75,10 @@ def run(work: Path):
     for m in METHODS:
         for d in ('finance', 'chemistry'):
             score(lambda p, d=d, m=m: f'{p}-{m}-s{SEED}', pruned(d, m, SEED, work), targets(d), domain=d, method=m, seed=SEED, sparsity=0.5)
+    for m in XDOMAIN:   # the domain-awareness control: calibrated on the other domain, scored on the target's hard suite
+        for d, o in (('finance', 'chemistry'), ('chemistry', 'finance')):
+            score(lambda p, d=d, m=m: f'xdomain-{d}-{m}-s{SEED}', pruned(d, m, SEED, work), [(o, hard_name(o), hard_suite(o))],
+                  domain=d, method=m, seed=SEED, sparsity=0.5, scored_on=o)
 
 
 def scores_of(suite: str) -> dict[str, dict]:
@@ -125,9 +130,26 @@ def report():
         lines += ['## The rule\'s decision', '', md_table(pd.DataFrame([dict(method=m, **{'mean Δ finance+chemistry hard': round(v, 2),
                   'Δ general hard': round(sel.get((gen, m), np.nan), 2), 'general within 2 of wanda-row': okgen[m]}) for m, v in dom.items()])),
                   '', f'Selected on seed {SEED}: **{pick}** (best domain mean: {best}). Complete: {len(dom) == len(METHODS)}.', '']
+    lines += domain_awareness()
     write_text(OUT/'selection_s0.md', '\n'.join(lines) + '\n')
     print('\n'.join(lines))
     agreement(suites)
+
+
+def domain_awareness() -> list[str]:
+    "Each method calibrated on the target domain − calibrated on the other domain, on the target's hard suite (seed 0)."
+    rows = []
+    for m in XDOMAIN:
+        for d, o in (('finance', 'chemistry'), ('chemistry', 'finance')):
+            own, other = cell_file(f'{o}-{m}-s{SEED}', hard_name(o)), cell_file(f'xdomain-{d}-{m}-s{SEED}', hard_name(o))
+            if not (own.exists() and other.exists()): continue
+            bt = paired_bootstrap(load_scores(own), load_scores(other), n=N_BOOT, seed=0).loc['Avg.']
+            rows.append(dict(method=m, scored_on=hard_name(o), calibrated_on_other=d, **{'own − other domain [95% CI]': fmt_delta(bt)},
+                             delta=round(bt['delta'], 2), ci95_lo=round(bt['lo'], 2), ci95_hi=round(bt['hi'], 2)))
+    if not rows: return []
+    return ['## Domain-awareness control (seed 0)', '', 'Calibrated on the target domain minus calibrated on the other one, '
+            "scored on the target's hard suite: a positive Δ whose interval excludes zero means the calibration domain mattered.", '',
+            md_table(pd.DataFrame(rows)), '']
 
 
 def agreement(suites: list[str]):
