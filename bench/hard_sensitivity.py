@@ -121,6 +121,8 @@ def report(suites: dict, seeds: list[int]):
         res = {}
         for m, xs in meth.items():
             if xs: res[m] = add(f'{m} 50% − dense', xs, dense, len(xs), note=f'seeds {seeds_of[m]}')
+            if len(xs) > 1:   # each seed on its own too
+                for k, x in zip(seeds_of[m].split(','), xs): add(f'{m} 50% − dense, seed {k}', x, dense, 1, note=f'seed {k}')
         ms = [m for m in METHODS if meth[m]]
         pairs = {}
         for i in range(len(ms)):
