@@ -69,13 +69,14 @@ def score(cell_of, make, todo, **info):
               f'{time.perf_counter() - t:.0f} s)', file=sys.stderr, flush=True)
 
 
-def run(work: Path):
+def run(work: Path, methods=METHODS, domains=('finance', 'chemistry'), xdomain=XDOMAIN):
+    "Every cell (a second process can take a part: `--methods`, `--domains`, `--xdomain`; a cell already cached is skipped)."
     score(lambda p: 'minilm-dense', lambda: (Encoder.from_pretrained(minilm_path()), {}), targets(None), model='all-MiniLM-L6-v2')
     score(lambda p: 'magnitude', pruned('finance', 'magnitude', 0, work), targets(None), method='magnitude', sparsity=0.5)
-    for m in METHODS:
-        for d in ('finance', 'chemistry'):
+    for m in methods:
+        for d in domains:
             score(lambda p, d=d, m=m: f'{p}-{m}-s{SEED}', pruned(d, m, SEED, work), targets(d), domain=d, method=m, seed=SEED, sparsity=0.5)
-    for m in XDOMAIN:   # the domain-awareness control: calibrated on the other domain, scored on the target's hard suite
+    for m in xdomain:   # the domain-awareness control: calibrated on the other domain, scored on the target's hard suite
         for d, o in (('finance', 'chemistry'), ('chemistry', 'finance')):
             score(lambda p, d=d, m=m: f'xdomain-{d}-{m}-s{SEED}', pruned(d, m, SEED, work), [(o, hard_name(o), hard_suite(o))],
                   domain=d, method=m, seed=SEED, sparsity=0.5, scored_on=o)
@@ -180,9 +181,12 @@ def main():
     ap.add_argument('--threads', type=int, default=1)
     ap.add_argument('--work', default='/tmp/hard_work')
     ap.add_argument('--report-only', action='store_true')
+    ap.add_argument('--methods', nargs='*', default=list(METHODS), help='calibrated methods to make (default all)')
+    ap.add_argument('--domains', nargs='*', default=['finance', 'chemistry'])
+    ap.add_argument('--xdomain', nargs='*', default=list(XDOMAIN), help='methods of the domain-awareness control (none: skip)')
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    if not a.report_only: run(Path(a.work))
+    if not a.report_only: run(Path(a.work), a.methods, a.domains, a.xdomain)
     report()
 
 
