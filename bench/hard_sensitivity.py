@@ -33,6 +33,7 @@ from gaprune_nb.store import write_text
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT/'results'/'hard'
 METHODS = ('magnitude', 'wanda-row', 'obd-kfac')
+EXTRA = ('sparsegpt',)   # `--extra`: made only when asked, reported whenever cached
 DOMAINS = ('finance', 'general', 'chemistry')   # the order cells are made in: finance first
 CALIB = {'general': 'finance'}   # a run always keeps the general side; for the general suite the CLI's default run (--domain finance)
 GOAL_MAG, N_BOOT = 3.0, 2000
@@ -84,7 +85,11 @@ def run(a, suites: dict):
     for s in a.seeds[1:]:                                                             # 5. the other seeds
         for d in a.domains:
             for m in METHODS[1:]: meth(d, m, s)
-    for d in a.domains: score_cell('mpnet-dense', mpnet, by[d], model='all-mpnet-base-v2')   # 6. mpnet (slow) elsewhere
+    for s in a.seeds:                                                                 # 6. the methods asked for besides
+        for d in a.domains:
+            for m in a.extra: meth(d, m, s)
+    if not a.extra:
+        for d in a.domains: score_cell('mpnet-dense', mpnet, by[d], model='all-mpnet-base-v2')   # 7. mpnet (slow) elsewhere
 
 
 def load(cell: str, suite: str):
@@ -107,7 +112,7 @@ def report(suites: dict, seeds: list[int]):
         nq = len(dense[s].values)
         meth = {'magnitude': [x for x in [load('magnitude', s)] if x]}
         seeds_of = {'magnitude': 'none (no calibration)'}
-        for m in METHODS[1:]:
+        for m in METHODS[1:] + EXTRA:
             got = [(k, x) for k in seeds for x in [load(f'{d}-{m}-s{k}', s)] if x]
             meth[m] = [x for _, x in got]; seeds_of[m] = ','.join(str(k) for k, _ in got)
         nd = lambda xs: 100 * float(np.mean([x[s].values.mean() for x in xs]))
@@ -123,7 +128,7 @@ def report(suites: dict, seeds: list[int]):
             if xs: res[m] = add(f'{m} 50% − dense', xs, dense, len(xs), note=f'seeds {seeds_of[m]}')
             if len(xs) > 1:   # each seed on its own too
                 for k, x in zip(seeds_of[m].split(','), xs): add(f'{m} 50% − dense, seed {k}', x, dense, 1, note=f'seed {k}')
-        ms = [m for m in METHODS if meth[m]]
+        ms = [m for m in METHODS + EXTRA if meth.get(m)]
         pairs = {}
         for i in range(len(ms)):
             for j in range(i + 1, len(ms)):
@@ -156,6 +161,7 @@ def main():
     ap.add_argument('--threads', type=int, default=1)
     ap.add_argument('--work', default='/tmp/hard_work')
     ap.add_argument('--report-only', action='store_true')
+    ap.add_argument('--extra', nargs='*', default=[], choices=EXTRA, help='also make these methods at every seed (then skip mpnet)')
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     suites = {t.name: t for t in hard_suite()}
