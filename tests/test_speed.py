@@ -14,6 +14,16 @@ from gaprune_nb.speed import apply_plan, plan_removal, unit_scores, usable_cores
 
 TEXTS = ['a short text', 'and a longer one, with more words']
 
+@pytest.fixture
+def calm(monkeypatch):
+    "Timings mocked: the machine's real load (another process beside the tests) must not add a busy re-time to the mocked draws."
+    import gaprune_nb.speed as speed
+    from contextlib import contextmanager
+    @contextmanager
+    def quiet_now(out): yield out; out['others'] = 0.0
+    monkeypatch.setattr(speed, 'others_busy', quiet_now)
+
+
 def test_speed_settings_are_checked():
     with pytest.raises(ValueError, match='not both'): SlimConfig(speedup=2, keep=0.5)
     with pytest.raises(ValueError, match='not both'): SlimConfig(speedup=2, drop_mlp=1)
@@ -104,7 +114,7 @@ def test_a_plan_on_a_busy_machine_times_on_the_cores_left(tmp_path, capsys):
     assert s['note'] in capsys.readouterr().err and ('instead of' in s['note'] or 'leave none free' in s['note'])
     assert {'others', 'quiet', 'tokens_why', 'threads_asked'} <= set(rep['speed']) and rep['speed']['tokens_why'] == 'as asked (--speed-tokens)'
 
-def test_a_plan_that_removes_nothing_is_never_taken_for_a_speedup(monkeypatch):
+def test_a_plan_that_removes_nothing_is_never_taken_for_a_speedup(monkeypatch, calm):
     "Timings that make the dense model look 2x faster than itself (noise on a tiny model) never pass off 'remove nothing' as the speed-up asked for."
     import gaprune_nb.speed as speed
     m, tok = tiny_model('bert')
@@ -115,7 +125,7 @@ def test_a_plan_that_removes_nothing_is_never_taken_for_a_speedup(monkeypatch):
     assert res['tries'][0]['measured'] == 1.0    # the first plan removed nothing: no speed-up, whatever the timing said
     assert res['reached'] and any(not k.all() for k in res['keep'].values())   # it asked for more until something went
 
-def test_one_slow_timing_does_not_turn_back_a_plan_fast_enough(monkeypatch):
+def test_one_slow_timing_does_not_turn_back_a_plan_fast_enough(monkeypatch, calm):
     "Each plan is judged by the median of `pairs` timings: one low draw (a pair's ratio varies by up to 14%, results/frontier/pairs.txt) no longer sends the search on to remove more."
     import gaprune_nb.speed as speed
     m, tok = tiny_model('bert')
@@ -132,7 +142,7 @@ def test_one_slow_timing_does_not_turn_back_a_plan_fast_enough(monkeypatch):
     assert kept3 > kept1                                   # so it kept more of the model for the same measured speed
     with pytest.raises(ValueError, match='at least 1'): speed.slim_to_speedup(Encoder(m, tok, pooling='mean'), {}, 1.3, costs=costs, pairs=0)
 
-def test_refine_looks_for_less_removal_inside_the_window(monkeypatch):
+def test_refine_looks_for_less_removal_inside_the_window(monkeypatch, calm):
     "With `refine`, a plan that lands inside the window is not taken at once: the search asks for less and keeps the least removal still measured at the target."
     import gaprune_nb.speed as speed
     m, tok = tiny_model('bert')
@@ -148,7 +158,7 @@ def test_refine_looks_for_less_removal_inside_the_window(monkeypatch):
     assert once['reached'] and refined['reached'] and refined['measured'] >= 1.3 * 1.03
     assert len(refined['tries']) > len(once['tries']) and n_refined > n_once, (once['tries'], refined['tries'])   # it kept more of the model
 
-def test_speed_refine_reaches_the_planner(monkeypatch):
+def test_speed_refine_reaches_the_planner(monkeypatch, calm):
     "`SlimConfig(speed_refine=N, speed_at=...)` (`--speed-refine N --speed-at both`) are the planner's `refine` and `at`, and the report records them (and both speed-ups of every try)."
     import gaprune_nb.slim_pipeline as sp
     seen, real = [], sp.slim_to_speedup
@@ -168,7 +178,7 @@ def _units(mod) -> int:
     return sum(l.down.in_features if 'down' in l.modules else 0 for l in find_layers(mod)) + \
         sum((len(h) if h is not None else head_layout(mod)[0]) if 'o' in l.modules else 0 for l, h in zip(find_layers(mod), kept_heads(mod)))
 
-def test_the_secant_corrects_a_smooth_miss_in_fewer_tries(monkeypatch):
+def test_the_secant_corrects_a_smooth_miss_in_fewer_tries(monkeypatch, calm):
     "A machine that gives back only 40% of what the linear cost model predicts (as mpnet's did, more so the further a plan goes): the secant step (`correct='secant'`) reaches the window in a few tries, the ratio step (the default) creeps up on it."
     import gaprune_nb.speed as speed
     m, tok = tiny_model('bert')
@@ -184,7 +194,7 @@ def test_the_secant_corrects_a_smooth_miss_in_fewer_tries(monkeypatch):
     assert len(ratio['tries']) > len(sec['tries']), ratio['tries']
     with pytest.raises(ValueError, match="'ratio', 'secant'"): speed.slim_to_speedup(Encoder(m, tok, pooling='mean'), {}, 1.3, costs=costs, correct='newton')
 
-def test_speed_at_both_judges_a_plan_by_the_slower_of_batch_and_one_text(monkeypatch):
+def test_speed_at_both_judges_a_plan_by_the_slower_of_batch_and_one_text(monkeypatch, calm):
     "`at='both'`: a plan counts only when one text (latency) reaches the target too; on a machine where one text gains half of what a batch gains, the batch plan leaves one text short, the 'both' plan does not (it removes more), and each try records both speed-ups."
     import gaprune_nb.speed as speed
     m, tok = tiny_model('bert')
@@ -250,7 +260,7 @@ def _slow_judge(factor):
         return {'batch': 1 + (n0 - n) / n0 * factor}
     return judge
 
-def test_a_slow_timing_never_strips_the_model(monkeypatch):
+def test_a_slow_timing_never_strips_the_model(monkeypatch, calm):
     "Every plan measures far less than the cost model predicts (as beside a busy process): the asks stop at `max_ask` x the target, the plan is reported not reached with why, and the model keeps most of its units (before, the ratio step kept asking until almost nothing was left)."
     import gaprune_nb.speed as speed
     m, tok = tiny_model('bert')
@@ -266,7 +276,7 @@ def test_a_slow_timing_never_strips_the_model(monkeypatch):
     speed.slim_to_speedup(bare, unit_scores(bare, TEXTS), 1.5, tokens=8, batch=1, threads=1, costs=costs, max_ask=100)
     assert _units(bare.model) < left / 2, (_units(bare.model), left)   # uncapped, the same timings strip it to the ceiling
 
-def test_an_unreachable_target_is_refused_before_anything_goes(monkeypatch):
+def test_an_unreachable_target_is_refused_before_anything_goes(monkeypatch, calm):
     "A target above what removing every unit gives by the measured unit costs (`--speedup 100`) is refused before any plan is built, and the model is left whole."
     import gaprune_nb.speed as speed
     m, tok = tiny_model('bert')
