@@ -1,14 +1,25 @@
 """Probe (issue 52): does mpnet lead MiniLM on the hard finance suite when passages fill mpnet's limit? The suite rebuilt
-with chunks of <= 382 MiniLM word pieces instead of 254 (python tools/build_hard_suites.py with BUDGET = 382, --only finance
---out /tmp/p384/hard; MiniLM then reads the first 256, mpnet 384), dense MiniLM-L6 and mpnet-base scored on it, paired
-bootstrap 95% interval of mpnet - MiniLM. Output: results/hard/finance_passage_length_probe.txt."""
+with chunks of <= 382 MiniLM word pieces instead of 254 (`python tools/build_hard_suites.py --mirror M --only finance
+--budget 382 --out /tmp/p384/hard`; MiniLM then reads the first 256, mpnet 384), dense MiniLM-L6 and mpnet-base scored on
+it, paired bootstrap 95% interval of mpnet - MiniLM. First it checks that the package's mpnet and MiniLM embeddings are
+sentence-transformers' (cosine of each text's two embeddings). Output: results/hard/finance_passage_length_probe.txt.
+`--check-only`: only that check."""
 import sys, time, json, torch
-sys.path.insert(0, '/work/main')
+import numpy as np
+sys.path.insert(0, str(__import__('pathlib').Path(__file__).resolve().parents[1]))
 torch.set_num_threads(1)
 from gaprune_nb.core import Encoder
 from gaprune_nb.devsuite import hard_suite, dev_scores, save_scores, paired_bootstrap, fmt_delta, load_scores
 from gaprune_nb.fixtures import minilm_path, mpnet_path
 from pathlib import Path
+from sentence_transformers import SentenceTransformer
+for path in (mpnet_path(), minilm_path()):   # the package's encoder is sentence-transformers' model
+    c = hard_suite('finance')[0].data
+    texts = dict(query=list(c.queries['text'][:8]), document=list(c.corpus['text'][:8]))
+    st = SentenceTransformer(str(path), device='cpu'); enc = Encoder.from_pretrained(path)
+    cos = [float(np.min((enc.encode(t, kind=k, normalize=True) * st.encode(t, normalize_embeddings=True)).sum(1))) for k, t in texts.items()]
+    print(f'{path.name}: min cosine with sentence-transformers over 8 queries and 8 passages: {min(cos):.5f}', flush=True)
+if '--check-only' in sys.argv: sys.exit()
 t = hard_suite('finance', root='/tmp/p384/hard')[0]
 out = {}
 for name, path in (('minilm', minilm_path()), ('mpnet', mpnet_path())):

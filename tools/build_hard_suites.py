@@ -449,7 +449,10 @@ def main(argv=None):
     ap.add_argument('--only', nargs='*', help='domains to build (default all; MANIFEST then lists only those)')
     ap.add_argument('--pin', action='store_true', help='rewrite the pin file from the mirrors and stop')
     ap.add_argument('--export-raw', type=Path, help='also copy every pinned raw file read into this folder')
+    ap.add_argument('--budget', type=int, default=BUDGET, help=f'word pieces per passage, title included (default {BUDGET}: the '
+                    'committed suites; 382 fills mpnet\'s 384, bench/finance_length_probe.py)')
     a = ap.parse_args(argv)
+    globals()['BUDGET'] = a.budget   # `chunk` reads it
     if a.pin:
         if not a.mirror: ap.error('--pin needs --mirror')
         return write_pins(a.mirror)
