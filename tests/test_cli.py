@@ -291,6 +291,7 @@ def test_slim_refuses_an_unreachable_speedup_and_exits_non_zero_on_a_missed_one(
     r = gaprune('slim', *common, '--speedup', '100', '--out', tmp_path / 'far')
     assert 'error: --speedup 100 is out of reach here' in one_line_error(r) and 'ask for less' in r.stderr and not (tmp_path / 'far').exists()
     monkeypatch.setattr(speed, 'judged_speedup', lambda *a, **k: {'batch': 1.02})   # no plan gets past 1.02x
+    monkeypatch.setattr(speed, '_ceiling', lambda *a, **k: 5.0)   # while the cost model calls 1.2x reachable (a slow machine's tiny-BERT costs may give only 1.2x: CI once refused it up front)
     r = gaprune('slim', *common, '--speedup', '1.2', '--out', tmp_path / 'short')
     last = one_line_error(r, 3)
     assert last.startswith('gaprune slim: target 1.2x not reached: the plan measured 1.02x (15% short)') and f"saved in {tmp_path / 'short'} for inspection" in last, last
