@@ -410,10 +410,10 @@ def write_beir(folder: Path, qids, pids, queries, corpus, qrels) -> dict:
     return dict(queries=len(qids), corpus=len(pids), qrels=len(lines))
 
 
-SUITES = [  # domain, name, builder, max queries, corpus size, one query per group (key of a query id) or None
-    ('finance', 'finqa_statements', finance, 300, 2000, lambda q: q.rsplit('_', 1)[0]),   # one question per report page
-    ('chemistry', 'chemprot_relations', chemistry, 300, 1100, lambda q: q.split('-')[1]),
-    ('general', 'wtq_tables', general, 300, 1500, lambda q: q),
+SUITES = [  # domain, name, builder, max queries, corpus size, one query per group (key of a query id) or None, word pieces per passage (None: --budget)
+    ('finance', 'finqa_statements', finance, int(os.environ.get('HS_NQ', 300)), int(os.environ.get('HS_NC', 2000)), lambda q: q.rsplit('_', 1)[0], None),   # one question per report page
+    ('chemistry', 'chemprot_relations', chemistry, 300, 1100, lambda q: q.split('-')[1], None),
+    ('general', 'wtq_tables', general, 300, 1500, lambda q: q, None),
 ]
 
 DERIVATION = {
@@ -469,8 +469,9 @@ def main(argv=None):
                     holdout_rule="sha256(' '.join(text.casefold().split())) of every query text and every passage text (and title + text), dropped when listed in shared/data/holdout_hashes.txt",
                     triplet_rule="a query or passage is dropped when its case-folded, whitespace-collapsed text equals a text of shared/data/triplets/<domain>/*.jsonl or shares >= 3 of its 12-word shingles with them",
                     suites=[])
-    for domain, name, build, nq, nc, group in SUITES:
+    for domain, name, build, nq, nc, group, budget in SUITES:
         if a.only and domain not in a.only: continue
+        globals()['BUDGET'] = budget or a.budget   # `chunk` reads it
         rd.used = {}
         queries, corpus, qrels, meta = build(rd, ntok)
         before = dict(queries=len(queries), corpus=len(corpus))
