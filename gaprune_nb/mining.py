@@ -4,7 +4,7 @@
 
 # %% ../nbs/08a_mining.ipynb #4760374f
 from __future__ import annotations
-import contextlib, io
+import contextlib, io, random
 import numpy as np
 import torch
 
@@ -36,21 +36,23 @@ def mine_negatives(enc:Encoder,              # the dense model: it ranks the cor
                    seed:int=0,                # seeds the draw
                    batch_size:int=32          # texts per forward pass
                   ) -> tuple:
-    "(rows with mined negatives, how many of them were mined): `sentence_transformers.util.mine_hard_negatives` with `enc` ranking the corpus."
+    "(the rows, each with a mined negative where the window has one, and how many were mined): `sentence_transformers.util.mine_hard_negatives` with `enc` ranking the corpus."
     import datasets
     from sentence_transformers.util import mine_hard_negatives
     if not {'query', 'positive'} <= set(rows.column_names): raise ValueError(f"mining needs query and positive columns, not {rows.column_names}")
     docs = corpus if corpus is not None else list(dict.fromkeys(t for c in ('positive', 'negative') if c in rows.column_names for t in rows[c]))
     if len(docs) <= range_min + 1: raise ValueError(f"mining needs more than range_min + 1 = {range_min + 1} documents to draw from, not {len(docs)}")
-    torch.manual_seed(seed)
-    with torch.no_grad(), contextlib.redirect_stderr(io.StringIO()):   # its similarity bar ignores verbose=False
-        got = mine_hard_negatives(datasets.Dataset.from_dict({'query': rows['query'], 'positive': rows['positive']}), EncoderForMining(enc, batch_size),
-                                  corpus=docs, range_min=range_min, range_max=range_max, relative_margin=relative_margin, num_negatives=1,
-                                  sampling_strategy='random', batch_size=batch_size, output_format='triplet', verbose=False)
+    state = random.getstate(); random.seed(seed)   # its 'random' draw uses Python's random
+    try:
+        with torch.no_grad(), contextlib.redirect_stderr(io.StringIO()):   # its similarity bar ignores verbose=False
+            got = mine_hard_negatives(datasets.Dataset.from_dict({'query': rows['query'], 'positive': rows['positive']}), EncoderForMining(enc, batch_size),
+                                      corpus=docs, range_min=range_min, range_max=range_max, relative_margin=relative_margin, num_negatives=1,
+                                      sampling_strategy='random', batch_size=batch_size, output_format='triplet', verbose=False)
+    finally: random.setstate(state)
     mined = {}
     for q, p, n in zip(got['query'], got['positive'], got['negative']): mined.setdefault((q, p), n)
+    rng = np.random.default_rng(seed)   # a row with nothing in the window keeps its own negative, or (pairs) gets a random other document
     old = rows['negative'] if 'negative' in rows.column_names else [None] * len(rows)
-    neg = [mined.get((q, p), o) for q, p, o in zip(rows['query'], rows['positive'], old)]
-    keep = [i for i, n in enumerate(neg) if n is not None]   # pairs without a negative of their own and none mined: dropped
-    out = datasets.Dataset.from_dict({'query': [rows['query'][i] for i in keep], 'positive': [rows['positive'][i] for i in keep], 'negative': [neg[i] for i in keep]})
-    return out, sum((q, p) in mined for q, p in zip(rows['query'], rows['positive']))
+    pick = lambda p: next(d for d in (docs[i] for i in rng.permutation(len(docs))) if d != p)
+    neg = [mined.get((q, p)) or o or pick(p) for q, p, o in zip(rows['query'], rows['positive'], old)]
+    return rows.remove_columns([c for c in ('negative',) if c in rows.column_names]).add_column('negative', neg), sum((q, p) in mined for q, p in zip(rows['query'], rows['positive']))

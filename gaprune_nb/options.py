@@ -12,9 +12,9 @@ from .registry import DAIConfig, OBDConfig, DTYPES, METHODS, UPDATES, method, me
 from .store import sha256_file
 
 # %% auto #0
-__all__ = ['SCOPES', 'POOLINGS', 'DOMAINS', 'CANONICAL', 'IN_MEMORY', 'SPEED_AT', 'SPEED_OF', 'RECOVERIES', 'RECOVERY_BY_SHAPE',
-           'check_sparsity', 'check_scope', 'check_device', 'check_domain', 'check_columns', 'parse_columns',
-           'verify_sources', 'ModelConfig', 'parse_limit', 'SlimConfig', 'RunConfig']
+__all__ = ['SCOPES', 'POOLINGS', 'DOMAINS', 'CANONICAL', 'IN_MEMORY', 'SPEED_AT', 'SPEED_OF', 'RECOVERIES', 'LOSS_OF',
+           'RECOVERY_BY_SHAPE', 'check_sparsity', 'check_scope', 'check_device', 'check_domain', 'check_columns',
+           'parse_columns', 'verify_sources', 'ModelConfig', 'parse_limit', 'SlimConfig', 'RunConfig']
 
 # %% ../nbs/00b_options.ipynb #eb437b8c
 def check_sparsity(sparsity,                # The share of weights to prune
@@ -159,7 +159,8 @@ def parse_limit(s:str|int|None # 'tiny', 'full', 'none' or None, or a positive i
 # %% ../nbs/00b_options.ipynb #417351d3
 SPEED_AT = ('batch', 'one', 'both')  # what a speed-up target is measured at: a batch (throughput), one text (latency), or both (the smaller)
 SPEED_OF = ('pytorch', 'onnx-int8', 'onnx-int8-tensor')  # whose speed it is: the model in PyTorch, or an int8 ONNX graph of it as `--export` writes it (`onnx_export.INT8_KINDS`)
-RECOVERIES = ('contrastive', 'distill', 'distill+contrastive')  # losses of the recovery after compression (`08_retraining`)
+RECOVERIES = ('contrastive', 'mined', 'distill', 'distill+contrastive', 'distill+mined')  # the recovery after compression (`08_retraining`): 'mined' is contrastive with each negative mined by the dense model from the domain's own documents (`08a_mining`)
+LOSS_OF = {r: r.replace('mined', 'contrastive') for r in RECOVERIES}  # the training loss of each recovery
 RECOVERY_BY_SHAPE = {'texts': 'distill', 'pairs': 'contrastive', 'triplets': 'contrastive'}  # recovery None: the measured best each shape allows (17_exp_your_domain)
 
 def _check_recovery(cfg):

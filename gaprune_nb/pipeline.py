@@ -23,17 +23,18 @@ from .methods import importance, prune_weights
 from .runs import load_calibration, open_work_dir, read_folders, recorded_model, run_report, save_calibration, save_run, work_dir
 from .memory import check_memory, disk_needed
 from .masks import apply_mask, make_mask, mask_difference
-from .options import RECOVERY_BY_SHAPE, RunConfig
+from .options import LOSS_OF, RECOVERY_BY_SHAPE, RunConfig
 from .registry import SHAPES, STAT_FIELDS, method, stat_fields
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, checksum_problem, dataset_sha256, write_checksums
 from .store import atomic_dir, sha256_json, state_dict_sha256
 from .outputs import check_output, check_space, output_locks
 from .console import finished, heading
 from .retraining import RetrainConfig, Teacher, mix_texts, retrain, teacher_targets
+from .mining import mine_negatives
 
 # %% auto #0
 __all__ = ['CLUSTER_TOKENS', 'token_limit', 'calibration_sets', 'calibrate', 'stage', 'load_kwargs', 'statistics',
-           'recovery_texts', 'recovery_teacher', 'score', 'select', 'apply', 'prune_data', 'prune_run']
+           'recovery_texts', 'recovery_teacher', 'score', 'select', 'apply', 'prune_data', 'mined_rows', 'prune_run']
 
 # %% ../nbs/11_pipeline.ipynb #53c0a1b2
 @contextmanager
@@ -236,12 +237,26 @@ def prune_data(cfg:RunConfig # The run's settings
     what = f"method {cfg.method!r}" + (" with update='obs'" if cfg.update and not m.calib else '')
     return run_data(cfg, _needs(m, cfg), what, cfg.n_calib)
 
+def mined_rows(dense:Encoder,            # the dense model (call before compressing it)
+               rows,                     # the recovery's rows (query, positive[, negative])
+               domain,                   # every training row of the domain: their positives and negatives are the corpus mined from
+               seed:int=0,               # seeds the draw
+               timings:dict|None=None,   # stage timings (`stage`)
+               say:bool=False,           # print the stage
+               max_length:int|None=None  # token limit while ranking (the run's)
+              ):
+    "The recovery's rows with each negative mined by the dense model from the domain's own documents (`mining.mine_negatives`)."
+    corpus = list(dict.fromkeys(t for c in ('positive', 'negative') if c in domain.column_names for t in domain[c]))
+    with stage({} if timings is None else timings, f'mine hard negatives among {len(corpus):,} domain documents', say), token_limit(dense, max_length):
+        return mine_negatives(dense, rows, corpus=corpus, seed=seed)[0]
+
 def _recovery(enc:Encoder, cfg:RunConfig, data, timings:dict, say:bool) -> tuple:
     "(`RetrainConfig`, training rows, teacher or None) of a run's recovery: LoRA with default settings on the domain's rows (`data`: `run_data`'s)."
-    rc = RetrainConfig(seed=cfg.seed + 1, loss=cfg.recovery, progress=say)
+    rc = RetrainConfig(seed=cfg.seed + 1, loss=LOSS_OF[cfg.recovery], progress=say)
     trip = data.domain.data.shuffle(seed=cfg.seed)  # never the held-out rows
     train = trip.select(range(min(len(trip), rc.batch_size * cfg.retrain_steps)))
-    if cfg.recovery == 'contrastive': return rc, train, None
+    if 'mined' in cfg.recovery: train = mined_rows(enc, train, data.domain.data, cfg.seed, timings, say, cfg.max_length)
+    if rc.loss == 'contrastive': return rc, train, None
     with stage(timings, f'teacher embeddings for the recovery ({cfg.recovery})', say), token_limit(enc, cfg.max_length):
         return rc, train, recovery_teacher(enc, train, data.general.data, cfg.retrain_steps, rc, say)
 

@@ -16,9 +16,9 @@ from .core import Encoder, model_source, seed_everything, write_model_files
 from .sources import DomainData, RunData, data_folders, given_data, load_domain, mix_rows, run_data
 from .layer_drop import drop_plan, effir_importance
 from .l3prune import l3prune_configs, l3prune_losses, truncate
-from .options import RECOVERY_BY_SHAPE, SlimConfig
+from .options import LOSS_OF, RECOVERY_BY_SHAPE, SlimConfig
 from .registry import SHAPES, method
-from .pipeline import RunConfig, calibrate, load_kwargs, recovery_teacher, score, stage, statistics, token_limit
+from .pipeline import RunConfig, calibrate, load_kwargs, mined_rows, recovery_teacher, score, stage, statistics, token_limit
 from .runs import read_folders, recorded_model
 from .fixtures import default_model
 from .retraining import RetrainConfig, mix_texts, retrain
@@ -57,7 +57,7 @@ def _calib_texts(cfg:SlimConfig, data, trip, side=None) -> list[str]:
 
 def _recovery_reads_general(cfg:SlimConfig) -> bool:
     "Whether the fine-tuning reads the general side: distillation (general texts) or `general_triplets` (general rows)."
-    return cfg.finetune != 'none' and cfg.finetune_steps > 0 and (cfg.recovery not in (None, 'contrastive') or cfg.general_triplets > 0)
+    return cfg.finetune != 'none' and cfg.finetune_steps > 0 and (LOSS_OF.get(cfg.recovery) not in (None, 'contrastive') or cfg.general_triplets > 0)
 
 def _config_of(src, encoder:Encoder|None) -> dict|None:
     "The model's config as a dict: the encoder's, the folder's config.json, or a hub id's (None if it cannot be had without loading)."
@@ -163,9 +163,12 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
         if texts and cfg.general_calib:  # general texts among them, in a seeded order (a plan's fidelity reads the first 256)
             texts = mix_texts(texts, _calib_texts(cfg, data, data.general.data.shuffle(seed=cfg.seed), data.general), len(texts), cfg.general_calib, cfg.seed)
             random.Random(cfg.seed).shuffle(texts)
-    ft = RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size, seed=cfg.seed + 1, progress=say, loss=cfg.recovery or 'contrastive') if cfg.finetune != 'none' else None
+    ft = RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size, seed=cfg.seed + 1, progress=say, loss=LOSS_OF[cfg.recovery or 'contrastive']) if cfg.finetune != 'none' else None
     teacher = None
-    if ft and cfg.finetune_steps and cfg.recovery != 'contrastive':  # the dense model's embeddings, before anything is removed
+    if ft and cfg.finetune_steps and 'mined' in cfg.recovery:  # negatives the dense model ranks just below the top among the domain's documents
+        train = mined_rows(dense, train, data.domain.data, cfg.seed, t, say, cfg.train_max_length)
+        ft_rows = mix_rows(train, data.general.data, cfg.general_triplets, cfg.seed) if cfg.general_triplets else train
+    if ft and cfg.finetune_steps and ft.loss != 'contrastive':  # the dense model's embeddings, before anything is removed
         with stage(t, f'teacher embeddings for the recovery ({cfg.recovery})', say), token_limit(dense, cfg.train_max_length):
             general = data.general.data if data.general else load_domain('general', cfg.general_data, None, cfg.data).data  # texts-only data: recovery None became 'distill' after `run_data` read no general side
             teacher = recovery_teacher(dense, train, general, cfg.finetune_steps, ft, say)

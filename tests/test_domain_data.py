@@ -248,3 +248,22 @@ def test_a_job_reads_the_domain_files_once(tmp_path, bert, data, legal, monkeypa
     slim_job(SlimConfig(model=str(bert), data=str(data), domain='legal', domain_data=src, keep=0.5, n_calib=8, scorer='wanda', finetune='none'),
              tmp_path / 'slim', show_progress=False)
     assert reads.count('legal') == 1 and 'domain_suite' in json.loads((tmp_path / 'slim' / 'slim_report.json').read_text())['evaluation']
+
+
+def test_pairs_recover_with_negatives_mined_from_the_users_documents(tmp_path, bert, data, legal):
+    "Pairs have no negatives: `--recovery mined` ranks the user's own documents with the dense model and trains on the ones just below the top, in prune and slim; the stage says how many documents it mined from (the distinct answers outside the held-out rows)."
+    src = legal / FILES['pairs']
+    docs = len(set(' '.join(str(t).split()) for t in pd.read_csv(src).answer))
+    r = prune(bert, data, src, tmp_path / 'run', '--retrain-steps', 2, '--recovery', 'mined')
+    assert r.returncode == 0, r.stderr[-3000:]
+    mined = [l for l in r.stderr.splitlines() if 'mine hard negatives among' in l]
+    n = int(mined[0].split('among ')[1].split()[0].replace(',', ''))
+    assert len(mined) >= 1 and docs * 0.8 <= n < docs, (mined, docs)   # the training rows' documents, not the held-out 10%
+    assert json.loads((tmp_path / 'run' / 'gaprune_report.json').read_text())['config']['recovery'] == 'mined'
+    same_embeddings(tmp_path / 'run')
+    r = gaprune('slim', '--model', bert, '--data', data, '--domain', 'legal', '--domain-data', src, '--keep', 0.5, '--n-calib', 8,
+                '--scorer', 'wanda', '--finetune-steps', 2, '--batch-size', 4, '--recovery', 'distill+mined', '--no-eval', '--out', tmp_path / 'slim')
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert 'mine hard negatives among' in r.stderr and 'teacher embeddings for the recovery (distill+mined)' in r.stderr
+    assert json.loads((tmp_path / 'slim' / 'slim_report.json').read_text())['config']['recovery'] == 'distill+mined'
+    same_embeddings(tmp_path / 'slim')
