@@ -11,6 +11,7 @@ Suites (every text at the model's own token limit, 256 tokens for MiniLM; nothin
   fin-long          finance evidence passages: the held-out tickers' 10-K contexts (fin_qa10k_eval) packed in file
                     order into passages of up to 230 tokens (whole contexts, never cut; 2 of 269 passages are one
                     context over 256); a question's relevant passage is the one holding its context (1,374 questions)
+  hard-<d>          the hard retrieval suite of d (bench/hard; general: wtq_tables), every query
   dev-<d>           the bundled development suite of d (DEV spec), as the one-shot experiment scored; chemistry's
                     retrieval documents are abstracts (median 368 tokens), embedded up to the model's limit already
 Grids:
@@ -31,7 +32,7 @@ from datasets import Dataset
 
 from gaprune_nb.core import Encoder
 from gaprune_nb.data import RetrievalData, data_root, load_retrieval
-from gaprune_nb.devsuite import DEV, DevTask, TaskScores, dev_scores, dev_suite
+from gaprune_nb.devsuite import DEV, DevTask, TaskScores, dev_scores, dev_suite, hard_suite
 from gaprune_nb.domain_eval import domain_scores
 from gaprune_nb.fixtures import minilm_path
 from gaprune_nb.options import RunConfig
@@ -90,6 +91,7 @@ class Suites:
             kind, _, rest = name.partition('-')
             if kind == 'dev': self.made[name] = dev_suite(rest, self.root, DEV)
             elif kind == 'fin': self.made[name] = [DevTask('finance.fin_long', 'retrieval', long_finance(self.root, self.tok))]
+            elif kind == 'hard': self.made[name] = hard_suite(rest)   # bench/hard: 'hard-finance', 'hard-chemistry', 'hard-general'
             else:
                 d, s = rest.rsplit('-s', 1)
                 self.made[name] = held_rows(d, int(s), self.root)[1].data

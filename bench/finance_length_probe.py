@@ -3,7 +3,8 @@ with chunks of <= 382 MiniLM word pieces instead of 254 (`python tools/build_har
 --budget 382 --out /tmp/p384/hard`; MiniLM then reads the first 256, mpnet 384), dense MiniLM-L6 and mpnet-base scored on
 it, paired bootstrap 95% interval of mpnet - MiniLM. First it checks that the package's mpnet and MiniLM embeddings are
 sentence-transformers' (cosine of each text's two embeddings). Output: results/hard/finance_passage_length_probe.txt.
-`--check-only`: only that check."""
+`--check-only`: only that check. A folder as first argument (default /tmp/p384) scores the suite built there, e.g. every
+report page (`... --budget 382 --finance-size 1000 3000 --out /tmp/p4/hard`, 579 queries): `python bench/finance_length_probe.py /tmp/p4`."""
 import sys, time, json, torch
 import numpy as np
 sys.path.insert(0, str(__import__('pathlib').Path(__file__).resolve().parents[1]))
@@ -20,10 +21,11 @@ for path in (mpnet_path(), minilm_path()):   # the package's encoder is sentence
     cos = [float(np.min((enc.encode(t, kind=k, normalize=True) * st.encode(t, normalize_embeddings=True)).sum(1))) for k, t in texts.items()]
     print(f'{path.name}: min cosine with sentence-transformers over 8 queries and 8 passages: {min(cos):.5f}', flush=True)
 if '--check-only' in sys.argv: sys.exit()
-t = hard_suite('finance', root='/tmp/p384/hard')[0]
+root = next((x for x in sys.argv[1:] if not x.startswith('--')), '/tmp/p384')
+t = hard_suite('finance', root=f'{root}/hard')[0]
 out = {}
 for name, path in (('minilm', minilm_path()), ('mpnet', mpnet_path())):
-    f = Path(f'/tmp/p384/{name}.json')
+    f = Path(f'{root}/{name}.json')
     if not f.exists():
         s = time.time(); sc = dev_scores(Encoder.from_pretrained(path), [t], batch_size=32); save_scores(f, sc, seconds=time.time() - s)
     out[name] = load_scores(f)

@@ -59,12 +59,12 @@ from gaprune_nb.speed import allocator, encode_times, pair_speedup, slim_to_spee
 
 OUT = Path(__file__).resolve().parents[1]/'results'/'frontier'
 DOMAIN_SUITES = {'finance': lambda seed: [f'held-finance-s{seed}', 'fin-long'], 'chemistry': lambda seed: [f'held-chemistry-s{seed}', 'dev-chemistry']}
-SUITES = lambda seed: DOMAIN_SUITES[A.domain](seed) + ['dev-general']
+SUITES = lambda seed: [f'held-{A.domain}-s{seed}', f'hard-{A.domain}', 'hard-general'] if A.hard else DOMAIN_SUITES[A.domain](seed) + ['dev-general']   # --hard: the user split and the hard suites (issue 52)
 MODELS = {'minilm': minilm_path, 'mpnet': mpnet_path}
 TOKENS, BATCH, THREADS = 128, 32, 2
 INT8 = {'tensor': '+int8-eager', 'st': '+int8-st'}   # the int8 points a run makes now (the package's current export), by --int8 settings
 STEPS = 100
-A = argparse.Namespace(domain='finance', model='minilm', steps=STEPS, refine=0, speed_at='batch', speed_of='pytorch', int8='tensor')  # this run's domain, model, recovery steps, plan refinement, what plans are timed at and whose speed, and the int8 settings (set by `main`)
+A = argparse.Namespace(hard=False, domain='finance', model='minilm', steps=STEPS, refine=0, speed_at='batch', speed_of='pytorch', int8='tensor')  # this run's domain, model, recovery steps, plan refinement, what plans are timed at and whose speed, and the int8 settings (set by `main`)
 
 def prefix() -> str:
     "Cell names of MiniLM on finance carry no prefix; other models and domains say which."
@@ -165,14 +165,19 @@ def grid(a, S, work, todo):
         else:
             for x in a.targets:
                 pts[f'slim{x:g}-{a.rank}-{a.recovery}{steps}{refine}-s{seed}'] = lambda n, s=seed, x=x: slim_point(n, work, s, speedup=x, rank=a.rank, recovery=a.recovery)
-            pts[f'mag2{steps}{tag}-s{seed}'] = lambda n, s=seed: recovered(n, work, s, magnitude_to(2.0))
+            rec = dict(recovery=a.recovery) if a.hard else {}   # --hard: every recovered point with --recovery, named by it
+            rn = f'-{a.recovery}' if a.hard else ''
+            pts[f'mag2{rn}{steps}{tag}-s{seed}'] = lambda n, s=seed: recovered(n, work, s, magnitude_to(2.0), **rec)
             half = json.loads((base_model()/'config.json').read_text())['num_hidden_layers'] // 2   # ~2x: the slim2 point's speed
-            pts[f'l3-{half}{steps}-s{seed}'] = lambda n, s=seed, k=half: recovered(n, work, s, l3_to(k))
+            pts[f'l3-{half}{rn}{steps}-s{seed}'] = lambda n, s=seed, k=half: recovered(n, work, s, l3_to(k), **rec)
             pts[f'dense{INT8[A.int8]}-s{seed}'] = lambda n, s=seed: int8_point(n, work, f'{prefix()}dense-s{s}')
             for x in a.targets:
                 base = f'slim{x:g}-{a.rank}-{a.recovery}{steps}{refine}-s{seed}'
                 pts[base + INT8[A.int8]] = lambda n, b=base: int8_point(n, work, prefix() + b)
             pts[f'm2v-s{seed}'] = lambda n: m2v_point(n, work)
+            if a.hard:   # the peer a user has for free: the dense model fine-tuned with the same recovery (data, loss, steps), and its int8 graph
+                pts[f'dense-ft-{a.recovery}{steps}-s{seed}'] = lambda n, s=seed: recovered(n, work, s, recovery=a.recovery)
+                pts[f'dense-ft-{a.recovery}{steps}-s{seed}' + INT8[A.int8]] = lambda n, b=f'dense-ft-{a.recovery}{steps}-s{seed}': int8_point(n, work, prefix() + b)
         i8 = INT8[A.int8]
         for name, mk in ((prefix() + k, v) for k, v in pts.items()):
             if not todo(name): continue
@@ -259,11 +264,14 @@ def main():
     ap.add_argument('--speed', action='store_true')
     ap.add_argument('--beside', default='', help='with --speed --only: points timed in the same run to compare with, printed but not merged into speed.json')
     ap.add_argument('--pairs', type=int, default=0, help='with --only: time each point against its dense model in this many separate pairs')
+    ap.add_argument('--hard', action='store_true', help='score on the user split and the hard suites (results/hard_frontier) instead of the bundled suites; adds the dense model fine-tuned with the same recovery')
     ap.add_argument('--domain', choices=tuple(DOMAIN_SUITES), default='finance')
     ap.add_argument('--model', choices=tuple(MODELS), default='minilm')
     ap.add_argument('--int8', choices=tuple(INT8), default='tensor', help="int8 points' quantization: tensor (export_onnx's default, +int8-eager) or st (ST_INT8, what `gaprune slim --export onnx-int8` writes, +int8-st)")
     a = ap.parse_args()
-    A.domain, A.model, A.steps, A.refine, A.speed_at, A.speed_of, A.int8 = a.domain, a.model, a.steps, a.refine, a.speed_at, a.speed_of, a.int8
+    global OUT
+    if a.hard: OUT = OUT.parent/'hard_frontier'
+    A.hard, A.domain, A.model, A.steps, A.refine, A.speed_at, A.speed_of, A.int8 = a.hard, a.domain, a.model, a.steps, a.refine, a.speed_at, a.speed_of, a.int8
     OUT.mkdir(parents=True, exist_ok=True); work = Path(a.work); work.mkdir(parents=True, exist_ok=True)
     if a.speed: fill_params(work); return speed(work, a.only, a.beside)
     if a.pairs: return pairs(work, a.only, a.pairs)

@@ -9,7 +9,7 @@ Bases (MiniLM-L6):
           fine-tuned on their domain with the same data, loss and steps);
   wanda   50% of its MLP weights pruned by the default method (`gaprune run` defaults, calibrated on the domain, seed s;
           10% of the domain rows held out as the user split, as `--holdout 0.1` does).
-Recoveries (100 steps, batch 16, LoRA with the mask kept, exactly `prune_run`'s recovery; training rows: the domain's
+Recoveries (100 steps, batch 16, LoRA with the mask kept, `prune_run`'s recovery at slim's training token limit of 128; training rows: the domain's
 rows shuffled by seed s, the first 1,600; recovery seed s + 1):
   none           no training;
   contrastive    InfoNCE on the triplets as given (today's default for pairs and triplets);
@@ -40,7 +40,7 @@ from gaprune_nb.domain_eval import domain_scores
 from gaprune_nb.fixtures import minilm_path
 from gaprune_nb.mining import mine_negatives
 from gaprune_nb.options import RunConfig
-from gaprune_nb.pipeline import prune_data, prune_run, recovery_teacher
+from gaprune_nb.pipeline import prune_data, prune_run, recovery_teacher, token_limit
 from gaprune_nb.retraining import RetrainConfig, retrain
 from gaprune_nb.store import write_text
 
@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT/'results'/'hard_recovery'
 RECOVERIES = ('none', 'contrastive', 'mined', 'distill', 'distill+mined')
 STEPS, N_BOOT = 100, 2000
+TRAIN_TOKENS = 128   # token limit while training and embedding the teacher's texts (slim's `train_max_length`; prune's recovery reads up to the model's 256: at 256, 100 steps on chemistry's abstracts took over 13 minutes a cell on one thread)
 
 
 def cfg_of(domain: str, seed: int) -> RunConfig:
@@ -106,6 +107,8 @@ def make_cell(base: str, rec: str, domain: str, seed: int, work: Path):
     if all((OUT/cell/f'{s}.json').exists() for s in suites): return
     cfg = cfg_of(domain, seed)
     data = prune_data(cfg)
+    if (work/cell/'cell.json').exists():   # trained before: score the suites it lacks
+        return score(Encoder.from_pretrained(work/cell), suites, data.held.data, cell, **json.loads((work/cell/'cell.json').read_text()))
     enc, mask = base_model(base, domain, seed, work)
     info = dict(base=base, recovery=rec, domain=domain, seed=seed, steps=STEPS if rec != 'none' else 0)
     if rec != 'none':
@@ -113,13 +116,18 @@ def make_cell(base: str, rec: str, domain: str, seed: int, work: Path):
         rc = RetrainConfig(seed=seed + 1, loss=loss, progress=False)
         rows, mine_info = training_rows(data, domain, seed, 'mined' in rec, work)
         t = time.perf_counter()
-        teacher = recovery_teacher(Encoder.from_pretrained(minilm_path()), rows, data.general.data, STEPS, rc) if 'distill' in loss else None
+        if 'distill' in loss:
+            with token_limit(dense := Encoder.from_pretrained(minilm_path()), TRAIN_TOKENS): teacher = recovery_teacher(dense, rows, data.general.data, STEPS, rc)
+        else: teacher = None
         t_teacher = time.perf_counter() - t
         t = time.perf_counter()
-        enc = retrain(enc, rows if loss != 'distill' else None, STEPS, mask=mask, config=rc, inplace=True, teacher=teacher)
+        with token_limit(enc, TRAIN_TOKENS):
+            enc = retrain(enc, rows if loss != 'distill' else None, STEPS, mask=mask, config=rc, inplace=True, teacher=teacher)
         info |= dict(seconds_train=round(time.perf_counter() - t, 1), seconds_teacher=round(t_teacher, 1), mining=mine_info,
                      retrain=dict(method=rc.method, lr=rc.lr, batch_size=rc.batch_size, loss=loss))
         print(f'{time.strftime("%H:%M:%S")} {cell}: trained in {info["seconds_train"]} s', file=sys.stderr, flush=True)
+        enc.save_pretrained(work/cell)   # kept: a suite added later is scored without training again
+        (work/cell/'cell.json').write_text(json.dumps(info, default=str))
     score(enc, suites, data.held.data, cell, **info)
 
 

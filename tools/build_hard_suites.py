@@ -411,7 +411,7 @@ def write_beir(folder: Path, qids, pids, queries, corpus, qrels) -> dict:
 
 
 SUITES = [  # domain, name, builder, max queries, corpus size, one query per group (key of a query id) or None, word pieces per passage (None: --budget)
-    ('finance', 'finqa_statements', finance, int(os.environ.get('HS_NQ', 300)), int(os.environ.get('HS_NC', 2000)), lambda q: q.rsplit('_', 1)[0], None),   # one question per report page
+    ('finance', 'finqa_statements', finance, 300, 2000, lambda q: q.rsplit('_', 1)[0], None),   # one question per report page
     ('chemistry', 'chemprot_relations', chemistry, 300, 1100, lambda q: q.split('-')[1], None),
     ('general', 'wtq_tables', general, 300, 1500, lambda q: q, None),
 ]
@@ -451,7 +451,10 @@ def main(argv=None):
     ap.add_argument('--export-raw', type=Path, help='also copy every pinned raw file read into this folder')
     ap.add_argument('--budget', type=int, default=BUDGET, help=f'word pieces per passage, title included (default {BUDGET}: the '
                     'committed suites; 382 fills mpnet\'s 384, bench/finance_length_probe.py)')
+    ap.add_argument('--finance-size', type=int, nargs=2, metavar=('QUERIES', 'CORPUS'), help='finance queries and passages at most '
+                    '(default 300 2000: the committed suite; 1000 3000 takes every page, bench/finance_length_probe.py)')
     a = ap.parse_args(argv)
+    if a.finance_size: SUITES[0] = SUITES[0][:3] + tuple(a.finance_size) + SUITES[0][5:]
     globals()['BUDGET'] = a.budget   # `chunk` reads it
     if a.pin:
         if not a.mirror: ap.error('--pin needs --mirror')
