@@ -24,7 +24,8 @@ Points (MiniLM, finance):
                                them general (`SlimConfig(general_calib=0.5)`), against slim<X>-importance-contrastive
   slim<X>-<rank>-none[-then-<recovery>]  --grid recovery: one slimmed structure, no fine-tuning, then each recovery
                                (contrastive, distill, distill+contrastive, and contrastive on rows half of them general
-                               triplets: -then-contrastive-general0.5) on that same structure; with --steps N
+                               triplets: -then-contrastive-general0.5; with --hard: contrastive, mined, distill, distill+contrastive,
+                               distill+mined) on that same structure; with --steps N
                                other than 100 the recovered cells end in -Nsteps (and the fine-tuned points of --grid report
                                carry -Nsteps before -s<seed>; with --refine N the slim points add -refineN after it, with --speed-at both -at-both,
                                with --speed-of a graph -of-<graph>)
@@ -151,7 +152,9 @@ def grid(a, S, work, todo):
         if a.grid == 'recovery':   # one structure (slim at the first target, no fine-tuning), each recovery on it
             x = a.targets[0]; base = f'slim{x:g}-{a.rank}-none-s{seed}'
             pts[base] = lambda n, s=seed, x=x: slim_point(n, work, s, speedup=x, rank=a.rank, finetune='none')
-            for rec, g in (('contrastive', 0), ('distill', 0), ('distill+contrastive', 0), ('contrastive', 0.5)):
+            recs = (('contrastive', 0), ('mined', 0), ('distill', 0), ('distill+contrastive', 0), ('distill+mined', 0)) if a.hard else \
+                   (('contrastive', 0), ('distill', 0), ('distill+contrastive', 0), ('contrastive', 0.5))   # --hard: with negatives mined from the domain's documents (issue 54)
+            for rec, g in recs:
                 name = f'{base}-then-{rec}' + (f'-general{g:g}' if g else '') + steps
                 pts[name] = lambda n, s=seed, r=rec, g=g, b=base: recovered(n, work, s, start=prefix() + b, recovery=r, general_triplets=g)
         elif a.grid == 'structure':   # importance measured on texts half of them general (general_calib), at the first target

@@ -1,0 +1,128 @@
+"""The recovery decision on the hard suites (issue 52 item 3, issue 54 item 2): tables and the rule's choice.
+
+Reads the cells of `bench/hard_recovery.py` (prune: MiniLM-L6, wanda-row 50%, LoRA recovery; results/hard_recovery/) and
+of `bench/frontier.py --hard --grid recovery` (slim: one `--speedup 2` structure per seed, no fine-tuning, then each
+recovery as full fine-tuning, as `slim` does; results/hard_frontier/), and writes results/hard_recovery/summary.md and
+.csv: per seed, each model's nDCG@10 on the domain's hard suite, the user split (held-out 10% of the domain's rows) and
+the general hard suite, its Δ vs dense MiniLM with a paired-bootstrap 95% interval (2,000 resamples of the queries),
+each recovery against today's default (contrastive) on the same structure, the training's CPU seconds (1 thread), and
+the choice the rule in `bench/hard_recovery.py` makes on the selection seed.
+Run: python bench/hard_recovery_report.py [--domain finance] [--seeds 0 1 2]
+"""
+from __future__ import annotations
+import argparse, json, sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hard_recovery import OUT as PRUNE_OUT, RECOVERIES   # noqa: E402
+from gaprune_nb.devsuite import TaskScores, fmt_delta, load_scores, paired_bootstrap   # noqa: E402
+from gaprune_nb.store import write_text   # noqa: E402
+
+SLIM_OUT = PRUNE_OUT.parent/'hard_frontier'
+HARD = {'finance': 'finance.finqa_statements', 'chemistry': 'chemistry.chemprot_relations'}
+SUITES = ('hard', 'user', 'general')
+SELECT_SEED, N_BOOT, FLOOR, TIE = 0, 2000, -2.0, 0.5
+
+
+def prune_cell(domain, base, rec, seed) -> dict:
+    "{suite: TaskScores} of a hard_recovery cell, and its training seconds."
+    d = PRUNE_OUT/f'{domain}-{base}-{rec}-s{seed}'
+    names = dict(hard=HARD[domain], user=f'user.{domain}', general='general.wtq_tables')
+    got = {k: load_scores(d/f'{v}.json')[v] for k, v in names.items() if (d/f'{v}.json').exists()}
+    info = json.loads((d/f'{HARD[domain]}.json').read_text()) if (d/f'{HARD[domain]}.json').exists() else {}
+    return dict(scores=got, train_s=info.get('seconds_train'), mine_s=(info.get('mining') or {}).get('seconds'))
+
+
+def slim_cell(domain, name, seed) -> dict:
+    "The same from a frontier cell (its name without the domain prefix)."
+    p = SLIM_OUT/f"{'' if domain == 'finance' else domain + '-'}{name}.json"
+    if not p.exists(): return dict(scores={})
+    c = json.loads(p.read_text())
+    names = dict(hard=f'hard-{domain}', user=f'held-{domain}-s{seed}', general='hard-general')
+    got = {}
+    for k, v in names.items():
+        sc = c['scores'].get(v)
+        if sc: t = next(iter(sc.values())); got[k] = TaskScores(k, t['type'], np.array(t['values']))
+    rep = (c.get('report') or {}).get('timings') or {}
+    ft = next((v for k, v in rep.items() if k.startswith('fine-tune')), None)
+    return dict(scores=got, train_s=round(ft, 1) if ft else None)
+
+
+def delta(a: TaskScores, b: TaskScores):
+    return paired_bootstrap({'x': a}, {'x': b}, n=N_BOOT, seed=0).loc['x']
+
+
+def table(domain, seeds) -> pd.DataFrame:
+    rows = []
+    for seed in seeds:
+        dense = prune_cell(domain, 'dense', 'none', seed)['scores']
+        cells = [('prune', f'dense + {r} (LoRA)', prune_cell(domain, 'dense', r, seed)) for r in RECOVERIES]
+        cells += [('prune', f'wanda-row 50% + {r} (LoRA)', prune_cell(domain, 'wanda', r, seed)) for r in RECOVERIES]
+        base = f'slim2-importance-none-s{seed}'
+        cells += [('slim', 'slim 2x + none', slim_cell(domain, base, seed))]
+        cells += [('slim', f'slim 2x + {r} (full)', slim_cell(domain, f'{base}-then-{r}', seed)) for r in RECOVERIES[1:]]
+        today = {'prune': next((c for k, n, c in cells if n == 'wanda-row 50% + contrastive (LoRA)'), None),
+                 'slim': next((c for k, n, c in cells if n == 'slim 2x + contrastive (full)'), None)}
+        for kind, name, c in cells:
+            if not c['scores'] or name == 'dense + none (LoRA)': continue
+            r = dict(seed=seed, kind=kind, model=name, train_s=c.get('train_s'), mine_s=c.get('mine_s'))
+            for s in SUITES:
+                if s not in c['scores']: continue
+                r[s] = round(100 * c['scores'][s].values.mean(), 2)
+                if s in dense:
+                    bt = delta(c['scores'][s], dense[s]); r[f'd_{s}'] = round(bt['delta'], 2); r[f'Δ {s} vs dense'] = fmt_delta(bt)
+                t = today[kind]
+                if t is not None and t is not c and s in t['scores'] and not name.startswith('dense'):   # a recovery against today's on the same structure
+                    bt = delta(c['scores'][s], t['scores'][s]); r[f'Δ {s} vs contrastive'] = fmt_delta(bt)
+            rows.append(r)
+        if dense: rows.insert(len(rows) - len(cells), dict(seed=seed, kind='-', model='dense MiniLM-L6', **{s: round(100 * dense[s].values.mean(), 2) for s in dense}))
+    return pd.DataFrame(rows)
+
+
+def choose(df: pd.DataFrame, kind: str):
+    "The rule (bench/hard_recovery.py): on the selection seed, the best mean Δ over hard and user among general Δ >= -2; within 0.5, the cheaper."
+    d = df[(df.seed == SELECT_SEED) & (df.kind == kind) & df.model.str.contains('wanda|slim 2x') & ~df.model.str.contains(r'\+ none')].copy()
+    need = ['d_hard', 'd_user', 'd_general']
+    if not set(need) <= set(d.columns): return None, 'no complete cell yet'
+    d = d.dropna(subset=need)
+    if d.empty: return None, 'no complete cell'
+    d['domain_mean'] = (d.d_hard + d.d_user) / 2
+    ok = d[d.d_general >= FLOOR]
+    if ok.empty: return None, f'every recovery loses more than {-FLOOR} general points'
+    best = ok.domain_mean.max()
+    near = ok[ok.domain_mean >= best - TIE].sort_values('train_s')
+    return near.iloc[0].model, f"domain mean Δ {near.iloc[0].domain_mean:+.2f} (best {best:+.2f}), general Δ {near.iloc[0].d_general:+.2f}"
+
+
+def md_table(df: pd.DataFrame) -> str:
+    cells = [[str(c) for c in df.columns]] + [['' if pd.isna(v) else str(v) for v in r] for r in df.itertuples(index=False)]
+    return '\n'.join(['| ' + ' | '.join(cells[0]) + ' |', '|' + '---|' * len(df.columns)] + ['| ' + ' | '.join(r) + ' |' for r in cells[1:]])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--domain', default='finance')
+    ap.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
+    a = ap.parse_args()
+    df = table(a.domain, a.seeds)
+    write_text(PRUNE_OUT/f'summary-{a.domain}.csv', df.to_csv(index=False))
+    show = [c for c in ['seed', 'model', 'hard', 'Δ hard vs dense', 'user', 'Δ user vs dense', 'general', 'Δ general vs dense',
+                        'Δ hard vs contrastive', 'Δ user vs contrastive', 'Δ general vs contrastive', 'train_s', 'mine_s'] if c in df.columns]
+    md = [f'# Recovery on the hard suites: {a.domain} (MiniLM-L6; nDCG@10 × 100, paired-bootstrap 95% intervals)', '',
+          'Written by `bench/hard_recovery_report.py`. hard: the hard suite of the domain; user: the held-out 10% of its bundled '
+          'rows; general: the general hard suite. prune: wanda-row 50% then 100 LoRA steps (mask kept); slim: one `--speedup 2` '
+          'structure per seed, then 100 full fine-tuning steps. train_s / mine_s: CPU seconds of the training / the mining, 1 thread.', '']
+    for kind in ('prune', 'slim'):
+        d = df[df.kind.isin([kind, '-'])]
+        if d.empty: continue
+        md += [f'## {kind}', '', md_table(d[show]), '']
+        pick, why = choose(df, kind)
+        md += [f'**Rule on seed {SELECT_SEED}:** {pick or "no choice"} ({why}).', '']
+    write_text(PRUNE_OUT/f'summary-{a.domain}.md', '\n'.join(md) + '\n')
+    print('\n'.join(md))
+
+
+if __name__ == '__main__': main()
