@@ -190,7 +190,7 @@ class SlimConfig(ModelConfig):
     fold_gates: bool = True       # fold the kept gates' values into the down projections (EffiR); False: gates only rank
     finetune: str = 'full'        # retrieval fine-tuning after slimming: 'full', 'lora' or 'none'
     finetune_steps: int = 100     # fine-tuning steps
-    recovery: str|None = None     # the fine-tuning's loss: 'contrastive' (pairs), 'distill' (the dense model's embeddings of domain and general texts) or 'distill+contrastive'; None: `RECOVERY_BY_SHAPE`
+    recovery: str|None = None     # the fine-tuning's loss: 'contrastive' (pairs), 'mined' (pairs, negatives mined by the dense model from the domain's documents), 'distill' (the dense model's embeddings of domain and general texts), 'distill+contrastive' or 'distill+mined'; None: `RECOVERY_BY_SHAPE`
     general_triplets: float = 0.0 # share of the contrastive fine-tuning's rows that are general triplets (`sources.mix_rows`), to keep general ability; 0: the domain's rows only
     batch_size: int = 16          # triplets per training step
     n_calib: int = 256            # texts for EffiR importance; calibration triplets per side for weight-level scorers
@@ -273,7 +273,7 @@ class RunConfig(ModelConfig):
     update: str|None = None     # 'obs': prune with the OBS weight update of the kept weights (SparseGPT's sweep)
     score: DAIConfig|OBDConfig|None = None  # the method's own settings (`Method.config`; None: its defaults), see `method_config`
     retrain_steps: int = 0      # recovery steps after pruning (LoRA, pruned weights kept at zero); 0: none
-    recovery: str|None = None   # the recovery's loss: 'contrastive' (pairs), 'distill' (the dense model's embeddings of texts) or 'distill+contrastive'; None: `RECOVERY_BY_SHAPE`
+    recovery: str|None = None   # the recovery's loss: 'contrastive' (pairs), 'mined' (pairs, negatives mined by the dense model from the domain's documents), 'distill' (the dense model's embeddings of texts), 'distill+contrastive' or 'distill+mined'; None: `RECOVERY_BY_SHAPE`
 
     def __post_init__(self):
         m = method(self.method)
