@@ -106,7 +106,7 @@ def recovered(name, work, seed, shape=None, start=None, **over):
         info = shape(enc) if shape else dict(structure=start)
         cfg = slim_cfg(seed, keep=1.0, scorer='contribution', **over, **(dict(model=None) if start else {}))  # a saved point: the run records its folder
         enc, rep = slim_run(cfg, encoder=enc, dense=dense, show_progress=False)
-        return made(name, work, enc, dict(structure=info, report={k: rep[k] for k in ('config', 'params_kept', 'widths', 'heads', 'dropped')}))
+        return made(name, work, enc, dict(structure=info, report={k: rep[k] for k in ('config', 'params_kept', 'widths', 'heads', 'dropped', 'timings') if k in rep}))
     return make
 
 def magnitude_to(x):
