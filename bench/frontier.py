@@ -157,6 +157,7 @@ def grid(a, S, work, todo):
             for rec, g in recs:
                 name = f'{base}-then-{rec}' + (f'-general{g:g}' if g else '') + steps
                 pts[name] = lambda n, s=seed, r=rec, g=g, b=base: recovered(n, work, s, start=prefix() + b, recovery=r, general_triplets=g)
+                if a.hard: pts[name + INT8[A.int8]] = lambda n, b=name: int8_point(n, work, prefix() + b)   # (--only picks which)
         elif a.grid == 'structure':   # importance measured on texts half of them general (general_calib), at the first target
             x = a.targets[0]
             pts[f'slim{x:g}-importance-contrastive-gencalib0.5{steps}-s{seed}'] = lambda n, s=seed, x=x: slim_point(n, work, s, speedup=x, rank='importance', recovery='contrastive', general_calib=0.5)

@@ -68,7 +68,7 @@ def table(domain, seeds) -> pd.DataFrame:
         cells += [('prune', f'wanda-row 50% + {r} (LoRA)', prune_cell(domain, 'wanda', r, seed)) for r in RECOVERIES]
         base = f'slim2-importance-none-s{seed}'
         cells += [('slim', 'slim 2x + none', slim_cell(domain, base, seed))]
-        cells += [('slim', f'slim 2x + {r} (full)', slim_cell(domain, f'{base}-then-{r}', seed)) for r in RECOVERIES[1:]]
+        cells += [('slim', f'slim 2x + {r} (full)', slim_cell(domain, f'{base}-then-{r}', seed)) for r in RECOVERIES[1:] + ('distill+contrastive',)]
         today = {'prune': next((c for k, n, c in cells if n == 'wanda-row 50% + contrastive (LoRA)'), None),
                  'slim': next((c for k, n, c in cells if n == 'slim 2x + contrastive (full)'), None)}
         for kind, name, c in cells:

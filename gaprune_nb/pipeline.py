@@ -247,8 +247,9 @@ def mined_rows(dense:Encoder,            # the dense model (call before compress
               ):
     "The recovery's rows with each negative mined by the dense model from the domain's own documents (`mining.mine_negatives`)."
     corpus = list(dict.fromkeys(t for c in ('positive', 'negative') if c in domain.column_names for t in domain[c]))
+    lo = min(10, len(corpus) // 10); hi = min(50, max(lo + 2, len(corpus) // 2))   # ranks 10-50 (a small corpus: its top tenth skipped, from its top half)
     with stage({} if timings is None else timings, f'mine hard negatives among {len(corpus):,} domain documents', say), token_limit(dense, max_length):
-        return mine_negatives(dense, rows, corpus=corpus, seed=seed)[0]
+        return mine_negatives(dense, rows, corpus=corpus, range_min=lo, range_max=hi, seed=seed)[0]
 
 def _recovery(enc:Encoder, cfg:RunConfig, data, timings:dict, say:bool) -> tuple:
     "(`RetrainConfig`, training rows, teacher or None) of a run's recovery: LoRA with default settings on the domain's rows (`data`: `run_data`'s)."
