@@ -13,9 +13,8 @@ from .store import sha256_file
 
 # %% auto #0
 __all__ = ['SCOPES', 'POOLINGS', 'DOMAINS', 'CANONICAL', 'IN_MEMORY', 'SPEED_AT', 'SPEED_OF', 'RECOVERIES', 'LOSS_OF',
-           'RECOVERY_BY_SHAPE', 'SLIM_RECOVERY_BY_SHAPE', 'check_sparsity', 'check_scope', 'check_device',
-           'check_domain', 'check_columns', 'parse_columns', 'verify_sources', 'ModelConfig', 'parse_limit',
-           'SlimConfig', 'RunConfig']
+           'RECOVERY_BY_SHAPE', 'check_sparsity', 'check_scope', 'check_device', 'check_domain', 'check_columns',
+           'parse_columns', 'verify_sources', 'ModelConfig', 'parse_limit', 'SlimConfig', 'RunConfig']
 
 # %% ../nbs/00b_options.ipynb #eb437b8c
 def check_sparsity(sparsity,                # The share of weights to prune
@@ -162,8 +161,7 @@ SPEED_AT = ('batch', 'one', 'both')  # what a speed-up target is measured at: a 
 SPEED_OF = ('pytorch', 'onnx-int8', 'onnx-int8-tensor')  # whose speed it is: the model in PyTorch, or an int8 ONNX graph of it as `--export` writes it (`onnx_export.INT8_KINDS`)
 RECOVERIES = ('contrastive', 'mined', 'distill', 'distill+contrastive', 'distill+mined')  # the recovery after compression (`08_retraining`): 'mined' is contrastive with each negative mined by the dense model from the domain's own documents (`08a_mining`)
 LOSS_OF = {r: r.replace('mined', 'contrastive') for r in RECOVERIES}  # the training loss of each recovery
-RECOVERY_BY_SHAPE = {'texts': 'distill', 'pairs': 'contrastive', 'triplets': 'contrastive'}  # recovery None: the measured best each shape allows (17_exp_your_domain; prune's, kept on the hard suites: results/hard_recovery)
-SLIM_RECOVERY_BY_SHAPE = RECOVERY_BY_SHAPE | {'pairs': 'mined', 'triplets': 'mined'}  # slim's: negatives mined from the domain's documents, chosen on the hard suites (bench/hard_recovery.py's rule, seed 0)
+RECOVERY_BY_SHAPE = {'texts': 'distill', 'pairs': 'mined', 'triplets': 'mined'}  # recovery None: what each shape allows and the hard suites chose (bench/hard_recovery.py's rule on seed 0, for prune and slim alike: results/hard_recovery; texts: 17_exp_your_domain)
 
 def _check_recovery(cfg):
     if cfg.recovery not in (None, *RECOVERIES): raise ValueError(f"recovery must be None (by the data's shape) or one of {RECOVERIES}, not {cfg.recovery!r}")

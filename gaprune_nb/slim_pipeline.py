@@ -16,7 +16,7 @@ from .core import Encoder, model_source, seed_everything, write_model_files
 from .sources import DomainData, RunData, data_folders, given_data, load_domain, mix_rows, run_data
 from .layer_drop import drop_plan, effir_importance
 from .l3prune import l3prune_configs, l3prune_losses, truncate
-from .options import LOSS_OF, SLIM_RECOVERY_BY_SHAPE, SlimConfig
+from .options import LOSS_OF, RECOVERY_BY_SHAPE, SlimConfig
 from .registry import SHAPES, method
 from .pipeline import RunConfig, calibrate, load_kwargs, mined_rows, recovery_teacher, score, stage, statistics, token_limit
 from .runs import read_folders, recorded_model
@@ -145,7 +145,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     say, t = show_progress, {}
     src = check_slim_sizes(cfg, encoder)  # before anything is read
     data = slim_data(cfg) if data is None else data  # before anything loads
-    if cfg.recovery is None and data: cfg = replace(cfg, recovery=SLIM_RECOVERY_BY_SHAPE[data.domain.shape])  # recorded as run
+    if cfg.recovery is None and data: cfg = replace(cfg, recovery=RECOVERY_BY_SHAPE[data.domain.shape])  # recorded as run
     model = cfg.model if encoder is None else recorded_model(cfg.model, encoder)  # what the report records: a passed encoder's source
     out = check_output(out, overwrite, read_folders(cfg.data, src or model, **data_folders(cfg)), kind='slim') if out is not None else None  # never in what it reads
     trip = data.domain.data.shuffle(seed=cfg.seed) if data else None  # never the held-out rows
