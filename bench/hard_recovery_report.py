@@ -102,6 +102,26 @@ def choose(df: pd.DataFrame, kind: str):
     return near.iloc[0].model, f"domain mean Δ {near.iloc[0].domain_mean:+.2f} (best {best:+.2f}), general Δ {near.iloc[0].d_general:+.2f}"
 
 
+def frontier_table(domain, seed) -> pd.DataFrame:
+    "Every frontier point of `seed` (results/hard_frontier/), its Δ vs the dense point of that seed, and its measured speed-up where timed."
+    pre = '' if domain == 'finance' else domain + '-'
+    dense = slim_cell(domain, f'dense-s{seed}', seed)['scores']
+    speed = json.loads((SLIM_OUT/'speed.json').read_text()) if (SLIM_OUT/'speed.json').exists() else {}
+    rows = []
+    for p in sorted(SLIM_OUT.glob(f'{pre}*-s{seed}*.json')):
+        name = p.stem[len(pre):]
+        if name == f'dense-s{seed}' or (pre == '' and name.split('-')[0] in ('chemistry', 'mpnet')): continue
+        c = slim_cell(domain, name, seed)['scores']
+        if not c: continue
+        r = dict(seed=seed, point=name)
+        for s in SUITES:
+            if s in c and s in dense: r[f'Δ {s}'] = fmt_delta(delta(c[s], dense[s]))
+        for k in ('batch', 'single'):
+            if p.stem in speed.get(k, {}): r[f'speed-up ({k})'] = round(speed[k][p.stem]['speedup'], 2)
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+
 def md_table(df: pd.DataFrame) -> str:
     cells = [[str(c) for c in df.columns]] + [['' if pd.isna(v) else str(v) for v in r] for r in df.itertuples(index=False)]
     return '\n'.join(['| ' + ' | '.join(cells[0]) + ' |', '|' + '---|' * len(df.columns)] + ['| ' + ' | '.join(r) + ' |' for r in cells[1:]])
@@ -127,6 +147,9 @@ def main():
         md += [f'## {kind}', '', md_table(d[show]), '']
         pick, why = choose(df, kind)
         md += [f'**Rule on seed {SELECT_SEED}:** {pick or "no choice"} ({why}).', '']
+    for seed in a.seeds:
+        ft = frontier_table(a.domain, seed)
+        if len(ft): md += [f'## Frontier points, seed {seed} (Δ vs dense; `bench/frontier.py --hard`)', '', md_table(ft), '']
     write_text(PRUNE_OUT/f'summary-{a.domain}.md', '\n'.join(md) + '\n')
     print('\n'.join(md))
 
