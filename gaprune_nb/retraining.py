@@ -15,7 +15,7 @@ from .console import progress  # tqdm.auto's bar; in a command, the console's
 from .core import Encoder, info_nce, seed_everything
 from .arch import find_layers, mlp_linears
 from .masks import apply_mask, resolve_mask
-from .options import RECOVERIES
+from .options import LOSS_OF
 
 # %% auto #0
 __all__ = ['METHODS', 'LORA_MASKS', 'LORA_ROLES', 'LOSSES', 'DISTILL_METRICS', 'RetrainConfig', 'lora_targets', 'merge_lora',
@@ -24,7 +24,7 @@ __all__ = ['METHODS', 'LORA_MASKS', 'LORA_ROLES', 'LOSSES', 'DISTILL_METRICS', '
 
 # %% ../nbs/08_retraining.ipynb #06575e57
 METHODS, LORA_MASKS, LORA_ROLES = ('lora', 'full', 'frozen'), ('delta', 'merge'), ('attn', 'mlp')
-LOSSES, DISTILL_METRICS = RECOVERIES, ('mse', 'cosine')
+LOSSES, DISTILL_METRICS = tuple(dict.fromkeys(LOSS_OF.values())), ('mse', 'cosine')  # a recovery's 'mined' is the contrastive loss on mined rows
 
 @dataclass
 class RetrainConfig:
