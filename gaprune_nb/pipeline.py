@@ -256,7 +256,7 @@ def _recovery(enc:Encoder, cfg:RunConfig, data, timings:dict, say:bool) -> tuple
     rc = RetrainConfig(seed=cfg.seed + 1, loss=LOSS_OF[cfg.recovery], progress=say)
     trip = data.domain.data.shuffle(seed=cfg.seed)  # never the held-out rows
     train = trip.select(range(min(len(trip), rc.batch_size * cfg.retrain_steps)))
-    if 'mined' in cfg.recovery: train = mined_rows(enc, train, data.domain.data, cfg.seed, timings, say, cfg.max_length)
+    if 'mined' in (cfg.recovery or ''): train = mined_rows(enc, train, data.domain.data, cfg.seed, timings, say, cfg.max_length)
     if rc.loss == 'contrastive': return rc, train, None
     with stage(timings, f'teacher embeddings for the recovery ({cfg.recovery})', say), token_limit(enc, cfg.max_length):
         return rc, train, recovery_teacher(enc, train, data.general.data, cfg.retrain_steps, rc, say)

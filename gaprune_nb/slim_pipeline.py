@@ -165,7 +165,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
             random.Random(cfg.seed).shuffle(texts)
     ft = RetrainConfig(method=cfg.finetune, batch_size=cfg.batch_size, seed=cfg.seed + 1, progress=say, loss=LOSS_OF[cfg.recovery or 'contrastive']) if cfg.finetune != 'none' else None
     teacher = None
-    if ft and cfg.finetune_steps and 'mined' in cfg.recovery:  # negatives the dense model ranks just below the top among the domain's documents
+    if ft and cfg.finetune_steps and 'mined' in (cfg.recovery or ''):  # negatives the dense model ranks just below the top among the domain's documents
         train = mined_rows(dense, train, data.domain.data, cfg.seed, t, say, cfg.train_max_length)
         ft_rows = mix_rows(train, data.general.data, cfg.general_triplets, cfg.seed) if cfg.general_triplets else train
     if ft and cfg.finetune_steps and ft.loss != 'contrastive':  # the dense model's embeddings, before anything is removed
