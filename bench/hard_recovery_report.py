@@ -6,7 +6,8 @@ recovery as full fine-tuning, as `slim` does; results/hard_frontier/), and write
 .csv: per seed, each model's nDCG@10 on the domain's hard suite, the user split (held-out 10% of the domain's rows) and
 the general hard suite, its Δ vs dense MiniLM with a paired-bootstrap 95% interval (2,000 resamples of the queries),
 each recovery against today's default (contrastive) on the same structure, the training's CPU seconds (1 thread), and
-the choice the rule in `bench/hard_recovery.py` makes on the selection seed.
+the choice the rule in `bench/hard_recovery.py` makes on the selection seed. The csv has every Δ as numbers too:
+d_<suite> with d_<suite>_ci95_lo / _hi (vs dense), vs_contrastive_<suite> with its _ci95_lo / _hi.
 Run: python bench/hard_recovery_report.py [--domain finance] [--seeds 0 1 2]
 """
 from __future__ import annotations
@@ -78,10 +79,12 @@ def table(domain, seeds) -> pd.DataFrame:
                 if s not in c['scores']: continue
                 r[s] = round(100 * c['scores'][s].values.mean(), 2)
                 if s in dense:
-                    bt = delta(c['scores'][s], dense[s]); r[f'd_{s}'] = round(bt['delta'], 2); r[f'Δ {s} vs dense'] = fmt_delta(bt)
+                    bt = delta(c['scores'][s], dense[s]); r[f'Δ {s} vs dense'] = fmt_delta(bt)
+                    r |= {f'd_{s}': round(bt['delta'], 2), f'd_{s}_ci95_lo': round(bt['lo'], 2), f'd_{s}_ci95_hi': round(bt['hi'], 2)}
                 t = today[kind]
                 if t is not None and t is not c and s in t['scores'] and not name.startswith('dense'):   # a recovery against today's on the same structure
                     bt = delta(c['scores'][s], t['scores'][s]); r[f'Δ {s} vs contrastive'] = fmt_delta(bt)
+                    r |= {f'vs_contrastive_{s}': round(bt['delta'], 2), f'vs_contrastive_{s}_ci95_lo': round(bt['lo'], 2), f'vs_contrastive_{s}_ci95_hi': round(bt['hi'], 2)}
             rows.append(r)
         if dense: rows.insert(len(rows) - len(cells), dict(seed=seed, kind='-', model='dense MiniLM-L6', **{s: round(100 * dense[s].values.mean(), 2) for s in dense}))
     return pd.DataFrame(rows)
