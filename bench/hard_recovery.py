@@ -16,12 +16,17 @@ rows shuffled by seed s, the first 1,600; recovery seed s + 1):
   mined          InfoNCE with each negative mined by the dense model from the domain's own documents (every distinct
                  positive and negative of the training rows; `mining.mine_negatives`: ranks 10-50, 5% margin, random);
   distill        MSE to the dense model's embeddings of domain and general texts (today's default for texts only);
-  distill+mined  both (the distillation term weighted as `retrain` does).
+  distill+mined  both (the distillation term weighted as `retrain` does);
+  tsdae          texts only (issue 54 item 2): TSDAE, each text of the training rows rebuilt by a decoder (made from the
+                 dense model, `tsdae.Denoiser`) from the embedding of a copy with 60% of its words deleted;
+  distill+tsdae  distillation and TSDAE together (the distillation term weighted as with contrastive).
 
 Rule, written before any cell ran: on selection seed 0 (finance, then chemistry when made), the recovery of the pruned
 model with the highest mean Δ vs dense over the domain's hard suite and the user split, among those whose general
 hard-suite Δ is >= -2 points, is the new default; within 0.5 points of it, the one with less CPU time. Then seeds 1 and 2
 report it against today's recovery, against no recovery, and against the dense peers, with paired-bootstrap 95% intervals.
+Texts only (written before the tsdae cells ran, 2026-11-28): the same rule among the recoveries a texts-only user can
+run (distill, tsdae, distill+tsdae) on the pruned model picks the default for texts; seed 1 reports it against distill.
 
 Run: OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> TOKENIZERS_PARALLELISM=false \
      nice -n 5 python bench/hard_recovery.py [--domain finance] [--seeds 0] [--cells REGEX] [--report-only]
@@ -40,13 +45,14 @@ from gaprune_nb.domain_eval import domain_scores
 from gaprune_nb.fixtures import minilm_path
 from gaprune_nb.mining import mine_negatives
 from gaprune_nb.options import RunConfig
-from gaprune_nb.pipeline import prune_data, prune_run, recovery_teacher, token_limit
+from gaprune_nb.pipeline import prune_data, prune_run, recovery_denoiser, recovery_teacher, token_limit
 from gaprune_nb.retraining import RetrainConfig, retrain
 from gaprune_nb.store import write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT/'results'/'hard_recovery'
-RECOVERIES = ('none', 'contrastive', 'mined', 'distill', 'distill+mined')
+RECOVERIES = ('none', 'contrastive', 'mined', 'distill', 'distill+mined', 'tsdae', 'distill+tsdae')
+TEXT_ONLY = ('distill', 'tsdae', 'distill+tsdae')   # what a user with texts only can run
 STEPS, N_BOOT = 100, 2000
 TRAIN_TOKENS = 128   # token limit while training and embedding the teacher's texts (slim's `train_max_length`; prune's recovery reads up to the model's 256: at 256, 100 steps on chemistry's abstracts took over 13 minutes a cell on one thread)
 
@@ -112,17 +118,18 @@ def make_cell(base: str, rec: str, domain: str, seed: int, work: Path):
     enc, mask = base_model(base, domain, seed, work)
     info = dict(base=base, recovery=rec, domain=domain, seed=seed, steps=STEPS if rec != 'none' else 0)
     if rec != 'none':
-        loss = {'contrastive': 'contrastive', 'mined': 'contrastive', 'distill': 'distill', 'distill+mined': 'distill+contrastive'}[rec]
+        loss = {'contrastive': 'contrastive', 'mined': 'contrastive', 'distill': 'distill', 'distill+mined': 'distill+contrastive', 'tsdae': 'tsdae', 'distill+tsdae': 'distill+tsdae'}[rec]
         rc = RetrainConfig(seed=seed + 1, loss=loss, progress=False)
         rows, mine_info = training_rows(data, domain, seed, 'mined' in rec, work)
         t = time.perf_counter()
         if 'distill' in loss:
             with token_limit(dense := Encoder.from_pretrained(minilm_path()), TRAIN_TOKENS): teacher = recovery_teacher(dense, rows, data.general.data, STEPS, rc)
         else: teacher = None
+        denoiser = recovery_denoiser(Encoder.from_pretrained(minilm_path()), rows, rc)   # None unless tsdae
         t_teacher = time.perf_counter() - t
         t = time.perf_counter()
         with token_limit(enc, TRAIN_TOKENS):
-            enc = retrain(enc, rows if loss != 'distill' else None, STEPS, mask=mask, config=rc, inplace=True, teacher=teacher)
+            enc = retrain(enc, rows if rec not in TEXT_ONLY else None, STEPS, mask=mask, config=rc, inplace=True, teacher=teacher, denoiser=denoiser)
         info |= dict(seconds_train=round(time.perf_counter() - t, 1), seconds_teacher=round(t_teacher, 1), mining=mine_info,
                      retrain=dict(method=rc.method, lr=rc.lr, batch_size=rc.batch_size, loss=loss))
         print(f'{time.strftime("%H:%M:%S")} {cell}: trained in {info["seconds_train"]} s', file=sys.stderr, flush=True)
@@ -132,7 +139,7 @@ def make_cell(base: str, rec: str, domain: str, seed: int, work: Path):
 
 
 PLAN = [('dense', 'none'), ('wanda', 'none'), ('wanda', 'contrastive'), ('wanda', 'mined'), ('wanda', 'distill'),
-        ('wanda', 'distill+mined'), ('dense', 'contrastive'), ('dense', 'mined'), ('dense', 'distill+mined')]
+        ('wanda', 'distill+mined'), ('dense', 'contrastive'), ('dense', 'mined'), ('dense', 'distill+mined'), ('wanda', 'tsdae'), ('wanda', 'distill+tsdae')]
 
 
 def load(cell, suite):

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hard_recovery import OUT as PRUNE_OUT, RECOVERIES   # noqa: E402
+from hard_recovery import OUT as PRUNE_OUT, RECOVERIES, TEXT_ONLY   # noqa: E402
 from gaprune_nb.devsuite import TaskScores, fmt_delta, load_scores, paired_bootstrap   # noqa: E402
 from gaprune_nb.store import write_text   # noqa: E402
 
@@ -90,9 +90,10 @@ def table(domain, seeds) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def choose(df: pd.DataFrame, kind: str):
-    "The rule (bench/hard_recovery.py): on the selection seed, the best mean Δ over hard and user among general Δ >= -2; within 0.5, the cheaper."
+def choose(df: pd.DataFrame, kind: str, among: tuple|None = None):
+    "The rule (bench/hard_recovery.py): on the selection seed, the best mean Δ over hard and user among general Δ >= -2; within 0.5, the cheaper (`among`: only these recoveries)."
     d = df[(df.seed == SELECT_SEED) & (df.kind == kind) & df.model.str.contains('wanda|slim 2x') & ~df.model.str.contains(r'\+ none')].copy()
+    if among: d = d[d.model.isin([f'wanda-row 50% + {r} (LoRA)' for r in among])]
     need = ['d_hard', 'd_user', 'd_general']
     if not set(need) <= set(d.columns): return None, 'no complete cell yet'
     d = d.dropna(subset=need)
@@ -103,26 +104,6 @@ def choose(df: pd.DataFrame, kind: str):
     best = ok.domain_mean.max()
     near = ok[ok.domain_mean >= best - TIE].sort_values('cpu_s')
     return near.iloc[0].model, f"domain mean Δ {near.iloc[0].domain_mean:+.2f} (best {best:+.2f}), general Δ {near.iloc[0].d_general:+.2f}"
-
-
-def frontier_table(domain, seed) -> pd.DataFrame:
-    "Every frontier point of `seed` (results/hard_frontier/), its Δ vs the dense point of that seed, and its measured speed-up where timed."
-    pre = '' if domain == 'finance' else domain + '-'
-    dense = slim_cell(domain, f'dense-s{seed}', seed)['scores']
-    speed = json.loads((SLIM_OUT/'speed.json').read_text()) if (SLIM_OUT/'speed.json').exists() else {}
-    rows = []
-    for p in sorted(SLIM_OUT.glob(f'{pre}*-s{seed}*.json')):
-        name = p.stem[len(pre):]
-        if name == f'dense-s{seed}' or (pre == '' and name.split('-')[0] in ('chemistry', 'mpnet')): continue
-        c = slim_cell(domain, name, seed)['scores']
-        if not c: continue
-        r = dict(seed=seed, point=name)
-        for s in SUITES:
-            if s in c and s in dense: r[f'Δ {s}'] = fmt_delta(delta(c[s], dense[s]))
-        for k in ('batch', 'single'):
-            if p.stem in speed.get(k, {}): r[f'speed-up ({k})'] = round(speed[k][p.stem]['speedup'], 2)
-        rows.append(r)
-    return pd.DataFrame(rows)
 
 
 def md_table(df: pd.DataFrame) -> str:
@@ -150,9 +131,10 @@ def main():
         md += [f'## {kind}', '', md_table(d[show]), '']
         pick, why = choose(df, kind)
         md += [f'**Rule on seed {SELECT_SEED}:** {pick or "no choice"} ({why}).', '']
-    for seed in a.seeds:
-        ft = frontier_table(a.domain, seed)
-        if len(ft): md += [f'## Frontier points, seed {seed} (Δ vs dense; `bench/frontier.py --hard`)', '', md_table(ft), '']
+        if kind == 'prune':
+            pick, why = choose(df, kind, TEXT_ONLY)
+            md += [f'**Texts only, the rule among {", ".join(TEXT_ONLY)} on seed {SELECT_SEED}:** {pick or "no choice"} ({why}).', '']
+    md += ['The frontier points (speed-ups, peers): results/hard_frontier/summary.md (`bench/hard_frontier_report.py`).', '']
     write_text(PRUNE_OUT/f'summary-{a.domain}.md', '\n'.join(md) + '\n')
     print('\n'.join(md))
 

@@ -13,8 +13,8 @@ from .store import sha256_file
 
 # %% auto #0
 __all__ = ['SCOPES', 'POOLINGS', 'DOMAINS', 'CANONICAL', 'IN_MEMORY', 'SPEED_AT', 'SPEED_OF', 'RECOVERIES', 'LOSS_OF',
-           'RECOVERY_BY_SHAPE', 'check_sparsity', 'check_scope', 'check_device', 'check_domain', 'check_columns',
-           'parse_columns', 'verify_sources', 'ModelConfig', 'parse_limit', 'SlimConfig', 'RunConfig']
+           'TEXT_RECOVERIES', 'RECOVERY_BY_SHAPE', 'check_sparsity', 'check_scope', 'check_device', 'check_domain',
+           'check_columns', 'parse_columns', 'verify_sources', 'ModelConfig', 'parse_limit', 'SlimConfig', 'RunConfig']
 
 # %% ../nbs/00b_options.ipynb #eb437b8c
 def check_sparsity(sparsity,                # The share of weights to prune
@@ -159,8 +159,9 @@ def parse_limit(s:str|int|None # 'tiny', 'full', 'none' or None, or a positive i
 # %% ../nbs/00b_options.ipynb #417351d3
 SPEED_AT = ('batch', 'one', 'both')  # what a speed-up target is measured at: a batch (throughput), one text (latency), or both (the smaller)
 SPEED_OF = ('pytorch', 'onnx-int8', 'onnx-int8-tensor')  # whose speed it is: the model in PyTorch, or an int8 ONNX graph of it as `--export` writes it (`onnx_export.INT8_KINDS`)
-RECOVERIES = ('contrastive', 'mined', 'distill', 'distill+contrastive', 'distill+mined')  # the recovery after compression (`08_retraining`): 'mined' is contrastive with each negative mined by the dense model from the domain's own documents (`08a_mining`)
+RECOVERIES = ('contrastive', 'mined', 'distill', 'distill+contrastive', 'distill+mined', 'tsdae', 'distill+tsdae')  # the recovery after compression (`08_retraining`): 'mined' is contrastive with each negative mined by the dense model from the domain's own documents (`08a_mining`); 'tsdae' rebuilds the domain's texts from the embeddings of damaged copies (`08b_tsdae`)
 LOSS_OF = {r: r.replace('mined', 'contrastive') for r in RECOVERIES}  # the training loss of each recovery
+TEXT_RECOVERIES = tuple(r for r in RECOVERIES if 'contrastive' not in LOSS_OF[r])  # the recoveries that train on texts alone (no query, no pair)
 RECOVERY_BY_SHAPE = {'texts': 'distill', 'pairs': 'mined', 'triplets': 'mined'}  # recovery None: what each shape allows and the hard suites chose (bench/hard_recovery.py's rule on seed 0, for prune and slim alike: results/hard_recovery; texts: 17_exp_your_domain)
 
 def _check_recovery(cfg):
@@ -190,7 +191,7 @@ class SlimConfig(ModelConfig):
     fold_gates: bool = True       # fold the kept gates' values into the down projections (EffiR); False: gates only rank
     finetune: str = 'full'        # retrieval fine-tuning after slimming: 'full', 'lora' or 'none'
     finetune_steps: int = 100     # fine-tuning steps
-    recovery: str|None = None     # the fine-tuning's loss: 'contrastive' (pairs), 'mined' (pairs, negatives mined by the dense model from the domain's documents), 'distill' (the dense model's embeddings of domain and general texts), 'distill+contrastive' or 'distill+mined'; None: `RECOVERY_BY_SHAPE`
+    recovery: str|None = None     # the fine-tuning's loss: 'contrastive' (pairs), 'mined' (pairs, negatives mined by the dense model from the domain's documents), 'distill' (the dense model's embeddings of domain and general texts), 'distill+contrastive', 'distill+mined', 'tsdae' (texts: rebuild each from the embedding of a damaged copy) or 'distill+tsdae'; None: `RECOVERY_BY_SHAPE`
     general_triplets: float = 0.0 # share of the contrastive fine-tuning's rows that are general triplets (`sources.mix_rows`), to keep general ability; 0: the domain's rows only
     batch_size: int = 16          # triplets per training step
     n_calib: int = 256            # texts for EffiR importance; calibration triplets per side for weight-level scorers
@@ -216,8 +217,8 @@ class SlimConfig(ModelConfig):
             raise ValueError(f"general_triplets must be in [0, 1) (the share of the fine-tuning's rows that are general triplets), not {self.general_triplets!r}")
         if not (isinstance(self.general_calib, (int, float)) and 0 <= self.general_calib < 1):
             raise ValueError(f"general_calib must be in [0, 1) (the share of the importance texts that are general), not {self.general_calib!r}")
-        if self.general_triplets and self.recovery == 'distill':
-            raise ValueError("general_triplets mixes general triplets into the contrastive loss; recovery 'distill' has none (it distils general texts already)")
+        if self.general_triplets and self.recovery in TEXT_RECOVERIES:
+            raise ValueError(f"general_triplets mixes general triplets into the contrastive loss; recovery {self.recovery!r} has none (it trains on texts)")
         if self.max_length is not None and not (isinstance(self.max_length, int) and self.max_length >= 1):
             raise ValueError(f"max_length must be a positive integer or None (the model folder's limit), not {self.max_length!r}")
         if self.scorer == 'gates' and self.keep < 1 and self.gate_steps < 1: raise ValueError("scorer 'gates' needs gate_steps >= 1")
@@ -273,7 +274,7 @@ class RunConfig(ModelConfig):
     update: str|None = None     # 'obs': prune with the OBS weight update of the kept weights (SparseGPT's sweep)
     score: DAIConfig|OBDConfig|None = None  # the method's own settings (`Method.config`; None: its defaults), see `method_config`
     retrain_steps: int = 0      # recovery steps after pruning (LoRA, pruned weights kept at zero); 0: none
-    recovery: str|None = None   # the recovery's loss: 'contrastive' (pairs), 'mined' (pairs, negatives mined by the dense model from the domain's documents), 'distill' (the dense model's embeddings of texts), 'distill+contrastive' or 'distill+mined'; None: `RECOVERY_BY_SHAPE`
+    recovery: str|None = None   # the recovery's loss: 'contrastive' (pairs), 'mined' (pairs, negatives mined by the dense model from the domain's documents), 'distill' (the dense model's embeddings of texts), 'distill+contrastive', 'distill+mined', 'tsdae' (texts: rebuild each from the embedding of a damaged copy) or 'distill+tsdae'; None: `RECOVERY_BY_SHAPE`
 
     def __post_init__(self):
         m = method(self.method)

@@ -23,7 +23,7 @@ from .methods import importance, prune_weights
 from .runs import load_calibration, open_work_dir, read_folders, recorded_model, run_report, save_calibration, save_run, work_dir
 from .memory import check_memory, disk_needed
 from .masks import apply_mask, make_mask, mask_difference
-from .options import LOSS_OF, RECOVERY_BY_SHAPE, RunConfig
+from .options import LOSS_OF, RECOVERY_BY_SHAPE, TEXT_RECOVERIES, RunConfig
 from .registry import SHAPES, STAT_FIELDS, method, stat_fields
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, checksum_problem, dataset_sha256, write_checksums
 from .store import atomic_dir, sha256_json, state_dict_sha256
@@ -31,10 +31,12 @@ from .outputs import check_output, check_space, output_locks
 from .console import finished, heading
 from .retraining import RetrainConfig, Teacher, mix_texts, retrain, teacher_targets
 from .mining import mine_negatives
+from .tsdae import Denoiser, check_denoisable
 
 # %% auto #0
 __all__ = ['CLUSTER_TOKENS', 'token_limit', 'calibration_sets', 'calibrate', 'stage', 'load_kwargs', 'statistics',
-           'recovery_texts', 'recovery_teacher', 'score', 'select', 'apply', 'prune_data', 'mined_rows', 'prune_run']
+           'recovery_texts', 'recovery_teacher', 'score', 'select', 'apply', 'prune_data', 'mined_rows',
+           'recovery_denoiser', 'prune_run']
 
 # %% ../nbs/11_pipeline.ipynb #53c0a1b2
 @contextmanager
@@ -190,7 +192,7 @@ def recovery_teacher(enc:Encoder,             # the dense model (call before com
                      show_progress:bool=False # progress bar while embedding
                     ) -> Teacher|None:
     "The dense model's embeddings of the recovery texts, for a distilling recovery; None for a contrastive one."
-    if rc.loss == 'contrastive' or not steps: return None
+    if 'distill' not in rc.loss or not steps: return None
     n = steps * (rc.distill_batch or 3 * rc.batch_size)
     return teacher_targets(enc, recovery_texts(domain, general, n, rc.general_texts, rc.seed), show_progress=show_progress)
 
@@ -227,7 +229,7 @@ def apply(enc:Encoder,              # The model, changed in place
 # %% ../nbs/11_pipeline.ipynb #c0ffee03
 def _needs(m, cfg:RunConfig) -> str:
     "The least data shape a prune run reads: its method's (texts for an OBS update alone) and its recovery's (pairs unless it only distils)."
-    return max([m.needs or 'texts', 'pairs' if cfg.retrain_steps and cfg.recovery not in (None, 'distill') else 'texts'], key=SHAPES.index)
+    return max([m.needs or 'texts', 'pairs' if cfg.retrain_steps and cfg.recovery not in (None, *TEXT_RECOVERIES) else 'texts'], key=SHAPES.index)
 
 def prune_data(cfg:RunConfig # The run's settings
               ) -> RunData|None:
@@ -251,15 +253,26 @@ def mined_rows(dense:Encoder,            # the dense model (call before compress
     with stage({} if timings is None else timings, f'mine hard negatives among {len(corpus):,} domain documents', say), token_limit(dense, max_length):
         return mine_negatives(dense, rows, corpus=corpus, range_min=lo, range_max=hi, seed=seed)[0]
 
+def recovery_denoiser(enc:Encoder,       # the dense model (call before compressing it): TSDAE's decoder starts from it
+                      domain,            # the domain's training rows (canonical columns): their texts are rebuilt
+                      rc:RetrainConfig   # the recovery's settings (`loss`, `seed`)
+                     ) -> Denoiser|None:
+    "TSDAE's decoder and the domain's texts, for a recovery with 'tsdae' in its loss; None otherwise."
+    return Denoiser(enc, _texts(domain), seed=rc.seed) if 'tsdae' in rc.loss else None
+
 def _recovery(enc:Encoder, cfg:RunConfig, data, timings:dict, say:bool) -> tuple:
-    "(`RetrainConfig`, training rows, teacher or None) of a run's recovery: LoRA with default settings on the domain's rows (`data`: `run_data`'s)."
+    "(`RetrainConfig`, training rows, teacher or None, denoiser or None) of a run's recovery: LoRA with default settings on the domain's rows (`data`: `run_data`'s)."
     rc = RetrainConfig(seed=cfg.seed + 1, loss=LOSS_OF[cfg.recovery], progress=say)
     trip = data.domain.data.shuffle(seed=cfg.seed)  # never the held-out rows
     train = trip.select(range(min(len(trip), rc.batch_size * cfg.retrain_steps)))
     if 'mined' in (cfg.recovery or ''): train = mined_rows(enc, train, data.domain.data, cfg.seed, timings, say, cfg.max_length)
-    if rc.loss == 'contrastive': return rc, train, None
-    with stage(timings, f'teacher embeddings for the recovery ({cfg.recovery})', say), token_limit(enc, cfg.max_length):
-        return rc, train, recovery_teacher(enc, train, data.general.data, cfg.retrain_steps, rc, say)
+    teacher = denoiser = None
+    if 'distill' in rc.loss:
+        with stage(timings, f'teacher embeddings for the recovery ({cfg.recovery})', say), token_limit(enc, cfg.max_length):
+            teacher = recovery_teacher(enc, train, data.general.data, cfg.retrain_steps, rc, say)
+    if 'tsdae' in rc.loss:
+        with stage(timings, "TSDAE's decoder, from the dense model", say): denoiser = recovery_denoiser(enc, train, rc)
+    return rc, train, teacher, denoiser
 
 
 # %% ../nbs/11_pipeline.ipynb #358e88ae
@@ -306,6 +319,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
         enc = Encoder.from_pretrained(src, **load_kwargs(cfg)) if encoder is None else encoder
         find_layers(enc)  # an unsupported architecture fails here, before any real work
         check_memory(enc, cfg)  # a run that cannot fit is refused now, not killed later
+        if cfg.retrain_steps and 'tsdae' in (cfg.recovery or ''): check_denoisable(enc.model.config)  # and a recovery its family cannot run
         if out is not None: check_space(out, disk_needed(enc, cfg), what='the run')  # and one whose disk is too full
     if needs_calib:
         with stage(timings, 'calibration sample (k-means)', say):
@@ -318,12 +332,12 @@ def prune_run(cfg:RunConfig,                      # The run's settings
             stats, resumed = statistics(enc, calib, cfg, work, cache is not None, checkpoint_every, show_progress)
     with stage(timings, 'scores and mask', say): mask = None if m.kind == 'pruner' else select(score(enc, cfg, stats, calib, lazy=True), cfg)
     mag = select(importance('magnitude', enc, lazy=True), cfg)  # on the dense weights
-    if cfg.retrain_steps: rc, train, teacher = _recovery(enc, cfg, data, timings, say)  # a teacher embeds with the model before pruning
+    if cfg.retrain_steps: rc, train, teacher, denoiser = _recovery(enc, cfg, data, timings, say)  # a teacher embeds with the model before pruning
     with stage(timings, 'prune' + (' with OBS update' if m.kind == 'pruner' or cfg.update else ''), say):
         mask = apply(enc, mask, cfg, calib)
     if cfg.retrain_steps:
         with stage(timings, f'recovery ({rc.method}, {cfg.recovery}, {cfg.retrain_steps} steps)', say), token_limit(enc, cfg.max_length):
-            enc = retrain(enc, train, cfg.retrain_steps, mask=mask, config=rc, inplace=True, teacher=teacher)
+            enc = retrain(enc, train, cfg.retrain_steps, mask=mask, config=rc, inplace=True, teacher=teacher, denoiser=denoiser)
     diff = mask_difference(mask, mag)
     report = run_report(cfg, model, enc, mask, calib, timings, diff, resumed, data.record if data else None)
     if out is not None and rank_world()[0] == 0:  # one process writes

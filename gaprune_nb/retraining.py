@@ -47,11 +47,12 @@ class RetrainConfig:
     merge: bool = True            # merge and unload LoRA at the end: a plain transformers model again
     lora_kwargs: dict = field(default_factory=dict) # more `peft.LoraConfig` arguments
     progress: bool = True         # tqdm progress bar with the running loss
-    loss: str = 'contrastive'     # 'contrastive' (InfoNCE on triplets), 'distill' (the dense model's embeddings of texts: texts only) or 'distill+contrastive'
+    loss: str = 'contrastive'     # 'contrastive' (InfoNCE on triplets), 'distill' (the dense model's embeddings of texts: texts only), 'tsdae' (rebuild texts from damaged copies' embeddings: texts only, `08b_tsdae`), 'distill+contrastive' or 'distill+tsdae'
     distill: str = 'mse'          # distillation metric: 'mse' (sentence-transformers' `MSELoss`) or 'cosine' (1 − cosine, `EmbedDistillLoss`'s default)
     distill_weight: float|None = None # weight of the distillation term in 'distill+contrastive'; None: the embedding dimension for 'mse' (squared distance per text), 1 for 'cosine'
     distill_batch: int|None = None    # texts per distillation step; None: 3 × batch_size (as many texts as a triplet batch embeds)
     general_texts: float = 0.5    # share of the distillation texts from the general side (the rest from the domain)
+    denoise_batch: int|None = None    # texts per TSDAE step; None: batch_size
 
     def __post_init__(self):
         if self.method not in METHODS: raise ValueError(f"method must be one of {METHODS}, not {self.method!r}")
@@ -61,7 +62,8 @@ class RetrainConfig:
         if self.loss not in LOSSES: raise ValueError(f"loss must be one of {LOSSES}, not {self.loss!r}")
         if self.distill not in DISTILL_METRICS: raise ValueError(f"distill must be one of {DISTILL_METRICS}, not {self.distill!r}")
         if not 0 <= self.general_texts <= 1: raise ValueError(f"general_texts must be in [0, 1] (a share of the texts), not {self.general_texts}")
-        if self.distill_batch is not None and self.distill_batch < 1: raise ValueError(f"distill_batch must be >= 1 or None, not {self.distill_batch}")
+        for k in ('distill_batch', 'denoise_batch'):
+            if getattr(self, k) is not None and getattr(self, k) < 1: raise ValueError(f"{k} must be >= 1 or None, not {getattr(self, k)}")
         if isinstance(self.targets, str): self.targets = (self.targets,)
         if self.lr is None: self.lr = 1e-4 if self.method == 'lora' else 2e-5
 
@@ -238,12 +240,14 @@ def _text_batches(n:int, b:int, steps:int, seed:int) -> list[list[int]]:
 
 
 # %% ../nbs/08_retraining.ipynb #60d2d357
-def _check_retrain(triplets, teacher, cfg:RetrainConfig, extra, inplace:bool) -> tuple:
+def _check_retrain(triplets, teacher, cfg:RetrainConfig, extra, inplace:bool, denoiser=None) -> tuple:
     "(contrastive?, distill?, (queries, positives, negatives or None)) after every check `retrain` makes before training."
-    contrastive, distill = cfg.loss != 'distill', cfg.loss != 'contrastive'
+    contrastive, distill = 'contrastive' in cfg.loss, 'distill' in cfg.loss
     q = p = n = None
+    if 'tsdae' in cfg.loss and not hasattr(denoiser, 'loss'):
+        raise ValueError(f"loss {cfg.loss!r} rebuilds texts with a decoder: pass denoiser=Denoiser(dense, texts) (`08b_tsdae`), made before compressing")
     if contrastive:
-        if triplets is None: raise ValueError(f"loss {cfg.loss!r} needs pairs or triplets (query, positive[, negative]); with texts only use loss='distill' and a teacher")
+        if triplets is None: raise ValueError(f"loss {cfg.loss!r} needs pairs or triplets (query, positive[, negative]); with texts only use loss='distill' or 'tsdae'")
         q, p, n = _columns(triplets, pairs=True)
         if not q: raise ValueError("triplets is empty")
         if n is None and not cfg.in_batch: raise ValueError("pairs (no negative column) need in_batch=True: without hard negatives the batch's other documents are the only contrast")
@@ -253,9 +257,10 @@ def _check_retrain(triplets, teacher, cfg:RetrainConfig, extra, inplace:bool) ->
     if extra is not None and not inplace: raise ValueError("`extra` acts on the encoder it was made for: use inplace=True")
     return contrastive, distill, (q, p, n)
 
-def _step_loss(enc:Encoder, cfg:RetrainConfig, qpn:tuple, idx, teacher, ti, w:float) -> tuple:
-    "(loss, {term: value}) of one step: InfoNCE on the rows `idx` of `qpn`, plus `w` × distillation on the teacher's texts `ti`."
+def _step_loss(enc:Encoder, cfg:RetrainConfig, qpn:tuple, idx, teacher, ti, w:float, denoiser=None, di=None) -> tuple:
+    "(loss, {term: value}) of one step: InfoNCE on the rows `idx` of `qpn`, plus `w` × distillation on the teacher's texts `ti`, plus TSDAE on the denoiser's texts `di`."
     (q, p, n), parts = qpn, {}
+    if di is not None: parts['tsdae'] = denoiser.loss(enc, [denoiser.texts[i] for i in di])
     if idx is not None:
         qe = enc([q[i] for i in idx], 'query')
         de = enc([p[i] for i in idx] + ([n[i] for i in idx] if n is not None else []), 'document')
@@ -263,7 +268,7 @@ def _step_loss(enc:Encoder, cfg:RetrainConfig, qpn:tuple, idx, teacher, ti, w:fl
     if ti is not None:
         se = sentence_embeddings(enc, [teacher.texts[i] for i in ti])
         parts['distill'] = distill_loss(se, teacher.embeddings[ti], cfg.distill)
-    return parts.get('contrastive', 0.) + (w * parts['distill'] if ti is not None else 0.), parts
+    return parts.get('contrastive', 0.) + (w * parts['distill'] if ti is not None else 0.) + parts.get('tsdae', 0.), parts
 
 def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
             triplets=None,              # `datasets.Dataset` (or DataFrame, dict, list of dicts) of query/positive/negative; None with loss 'distill'
@@ -274,21 +279,24 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
             history:list|None=None,     # receives one dict per step: step, loss, lr, grad_norm (and penalty)
             extra:nn.Module|None=None,  # trained along (e.g. `NeuronGates` on `encoder`, inplace): its parameters join the optimiser, its `penalty()` the loss
             extra_lr:float|None=None,   # learning rate of `extra`'s parameters (default: the model's)
-            teacher:Teacher|None=None   # the dense model's embeddings of texts (`teacher_targets`), for the 'distill' losses
+            teacher:Teacher|None=None,  # the dense model's embeddings of texts (`teacher_targets`), for the 'distill' losses
+            denoiser=None               # `tsdae.Denoiser(dense, texts)`, for the 'tsdae' losses: its decoder trains along and is dropped
            ) -> Encoder:
     "InfoNCE (in-batch + hard negatives) and/or embedding-distillation fine-tuning for `steps` steps, with LoRA or full fine-tuning, keeping `mask`."
     from transformers import get_linear_schedule_with_warmup
     cfg = config or RetrainConfig()
     if steps < 1: raise ValueError(f"steps must be >= 1, not {steps}")
-    contrastive, distill, (q, p, n) = _check_retrain(triplets, teacher, cfg, extra, inplace)
+    contrastive, distill, (q, p, n) = _check_retrain(triplets, teacher, cfg, extra, inplace, denoiser)
+    tsdae = 'tsdae' in cfg.loss
     enc = encoder if inplace else copy.deepcopy(encoder)
     pairs = _resolve_mask(enc, mask)
     apply_mask(enc, pairs)                  # pruned weights start at exactly zero (the pairs are reused every step)
     grads = {p_: p_.requires_grad for p_ in enc.parameters()}
     batches = _batches(list(zip(p, n)) if n is not None else [(d,) for d in p], cfg.batch_size, steps, cfg.seed, cfg.no_duplicates) if contrastive else [None] * steps
     tbatches = _text_batches(len(teacher.texts), cfg.distill_batch or 3 * cfg.batch_size, steps, cfg.seed) if distill else [None] * steps
+    dbatches = _text_batches(len(denoiser.texts), cfg.denoise_batch or cfg.batch_size, steps, cfg.seed + 1) if tsdae else [None] * steps
     w = (cfg.distill_weight if cfg.distill_weight is not None else  # weight of the distillation term
-         teacher.embeddings.shape[-1] if cfg.distill == 'mse' and contrastive else 1.) if distill else 0.
+         teacher.embeddings.shape[-1] if cfg.distill == 'mse' and (contrastive or tsdae) else 1.) if distill else 0.
     seed_everything(cfg.seed)               # LoRA initialisation and dropout
     pm, was_training = None, enc.training
     try:
@@ -296,20 +304,22 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
         else: enc.requires_grad_(cfg.method == 'full')
         params = [p_ for p_ in enc.parameters() if p_.requires_grad]
         more = [] if extra is None else list(extra.parameters())
-        groups = [g for g in (dict(params=params), dict(params=more, lr=extra_lr or cfg.lr, weight_decay=0.)) if g['params']]
+        dec = denoiser.decoder_parameters() if tsdae else []   # TSDAE's decoder learns at the model's rate
+        groups = [g for g in (dict(params=params), dict(params=more, lr=extra_lr or cfg.lr, weight_decay=0.), dict(params=dec)) if g['params']]
         opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
         sched = get_linear_schedule_with_warmup(opt, math.ceil(cfg.warmup_ratio*steps), steps)
         enc.train()
-        bar = progress(list(zip(batches, tbatches)), desc=f'retrain ({cfg.method}, {cfg.loss})', disable=not cfg.progress, unit='step')
-        for step, (idx, ti) in enumerate(bar):
-            loss, parts = _step_loss(enc, cfg, (q, p, n), idx, teacher, ti, w)
+        bar = progress(list(zip(batches, tbatches, dbatches)), desc=f'retrain ({cfg.method}, {cfg.loss})', disable=not cfg.progress, unit='step')
+        if tsdae: denoiser.train()
+        for step, (idx, ti, di) in enumerate(bar):
+            loss, parts = _step_loss(enc, cfg, (q, p, n), idx, teacher, ti, w, denoiser, di)
             pen = extra.penalty() if extra is not None else None
             opt.zero_grad(set_to_none=True)
             (loss if pen is None else loss + pen).backward()
             if pm is None:
                 for lin, mk in pairs:
                     if lin.weight.grad is not None: lin.weight.grad.masked_fill_(~mk, 0)
-            gn = torch.nn.utils.clip_grad_norm_(params + more, cfg.max_grad_norm or float('inf'))  # inf: measure only
+            gn = torch.nn.utils.clip_grad_norm_(params + more + dec, cfg.max_grad_norm or float('inf'))  # inf: measure only
             lr = sched.get_last_lr()[0]
             opt.step(); sched.step()
             if pm is None: apply_mask(enc, pairs)

@@ -16,9 +16,10 @@ from .core import Encoder, model_source, seed_everything, write_model_files
 from .sources import DomainData, RunData, data_folders, given_data, load_domain, mix_rows, run_data
 from .layer_drop import drop_plan, effir_importance
 from .l3prune import l3prune_configs, l3prune_losses, truncate
-from .options import LOSS_OF, RECOVERY_BY_SHAPE, SlimConfig
+from .options import LOSS_OF, RECOVERY_BY_SHAPE, TEXT_RECOVERIES, SlimConfig
 from .registry import SHAPES, method
-from .pipeline import RunConfig, calibrate, load_kwargs, mined_rows, recovery_teacher, score, stage, statistics, token_limit
+from .pipeline import RunConfig, calibrate, load_kwargs, mined_rows, recovery_denoiser, recovery_teacher, score, stage, statistics, token_limit
+from .tsdae import check_denoisable
 from .runs import read_folders, recorded_model
 from .fixtures import default_model
 from .retraining import RetrainConfig, mix_texts, retrain
@@ -41,8 +42,8 @@ def _needs(cfg:SlimConfig) -> tuple[str|None, str]:
     "The least data shape a slim run needs and what needs it (the most demanding step): pairs for gates and fine-tuning."
     weights = cfg.scorer not in ('gates', 'contribution')
     steps = [('pairs', f"slim --scorer gates (trained on query, positive)") if cfg.scorer == 'gates' and not cfg.speedup else None,
-             ('pairs', f"slim --finetune {cfg.finetune} --recovery {cfg.recovery} (with texts only use --recovery distill)")
-             if cfg.finetune != 'none' and cfg.finetune_steps and cfg.recovery not in (None, 'distill') else None,
+             ('pairs', f"slim --finetune {cfg.finetune} --recovery {cfg.recovery} (with texts only use --recovery distill or tsdae)")
+             if cfg.finetune != 'none' and cfg.finetune_steps and cfg.recovery not in (None, *TEXT_RECOVERIES) else None,
              ('texts', f"slim --finetune {cfg.finetune} --recovery distill") if cfg.finetune != 'none' and cfg.finetune_steps else None,
              (method(cfg.scorer).needs, f"slim --scorer {cfg.scorer}") if weights and method(cfg.scorer).needs else None,
              ('texts', f"slim --scorer contribution") if cfg.scorer == 'contribution' else None,
@@ -57,7 +58,7 @@ def _calib_texts(cfg:SlimConfig, data, trip, side=None) -> list[str]:
 
 def _recovery_reads_general(cfg:SlimConfig) -> bool:
     "Whether the fine-tuning reads the general side: distillation (general texts) or `general_triplets` (general rows)."
-    return cfg.finetune != 'none' and cfg.finetune_steps > 0 and (LOSS_OF.get(cfg.recovery) not in (None, 'contrastive') or cfg.general_triplets > 0)
+    return cfg.finetune != 'none' and cfg.finetune_steps > 0 and ('distill' in (LOSS_OF.get(cfg.recovery) or '') or cfg.general_triplets > 0)
 
 def _config_of(src, encoder:Encoder|None) -> dict|None:
     "The model's config as a dict: the encoder's, the folder's config.json, or a hub id's (None if it cannot be had without loading)."
@@ -168,7 +169,11 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
     if ft and cfg.finetune_steps and 'mined' in (cfg.recovery or ''):  # negatives the dense model ranks just below the top among the domain's documents
         train = mined_rows(dense, train, data.domain.data, cfg.seed, t, say, cfg.train_max_length)
         ft_rows = mix_rows(train, data.general.data, cfg.general_triplets, cfg.seed) if cfg.general_triplets else train
-    if ft and cfg.finetune_steps and ft.loss != 'contrastive':  # the dense model's embeddings, before anything is removed
+    denoiser = None
+    if ft and cfg.finetune_steps and 'tsdae' in ft.loss:  # TSDAE's decoder, from the dense model
+        check_denoisable(dense.model.config)
+        with stage(t, "TSDAE's decoder, from the dense model", say): denoiser = recovery_denoiser(dense, train, ft)
+    if ft and cfg.finetune_steps and 'distill' in ft.loss:  # the dense model's embeddings, before anything is removed
         with stage(t, f'teacher embeddings for the recovery ({cfg.recovery})', say), token_limit(dense, cfg.train_max_length):
             general = data.general.data if data.general else load_domain('general', cfg.general_data, None, cfg.data).data  # texts-only data: recovery None became 'distill' after `run_data` read no general side
             teacher = recovery_teacher(dense, train, general, cfg.finetune_steps, ft, say)
@@ -198,7 +203,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
         _fine(enc, cfg, data, train, texts, t, say, hist)
     if ft and cfg.finetune_steps:
         with stage(t, f'fine-tune ({cfg.finetune}, {cfg.recovery}, {cfg.finetune_steps} steps)', say), token_limit(enc, cfg.train_max_length):
-            retrain(enc, ft_rows, cfg.finetune_steps, config=ft, inplace=True, teacher=teacher)
+            retrain(enc, ft_rows, cfg.finetune_steps, config=ft, inplace=True, teacher=teacher, denoiser=denoiser)
     with stage(t, 'measure speed', say):
         end = _settled(cfg)
         speed = measure_speedup(dense, enc, tokens, cfg.speed_batch, end['threads']) | dict(tokens_why=tokens_why, threads_asked=end['asked'])

@@ -12,6 +12,7 @@ from sentence_transformers import SentenceTransformer
 
 from conftest import full_tree, gaprune, one_line_error, tree
 from gaprune_nb.core import Encoder
+from gaprune_nb.fixtures import tiny_model
 from gaprune_nb.options import RunConfig
 from gaprune_nb.sources import MIN_HELD, holdout, load_domain
 
@@ -160,7 +161,7 @@ def test_bad_domain_data_is_one_line_before_any_work(tmp_path, bert, data, legal
 
 
 @pytest.mark.parametrize('extra,phrase', [([], 'slim --scorer gates (trained on query, positive) needs pairs'),
-                                          (['--scorer', 'wanda', '--recovery', 'contrastive'], 'slim --finetune full --recovery contrastive (with texts only use --recovery distill) needs pairs')])
+                                          (['--scorer', 'wanda', '--recovery', 'contrastive'], 'slim --finetune full --recovery contrastive (with texts only use --recovery distill or tsdae) needs pairs')])
 def test_slim_with_texts_only_refuses_what_needs_pairs(tmp_path, bert, data, legal, extra, phrase, capsys):
     before = full_tree(tmp_path)
     line, _ = in_process(capsys, 'slim', '--model', bert, '--data', data, '--domain', 'legal', '--domain-data', legal / 'texts.txt',
@@ -228,6 +229,29 @@ def test_texts_only_recover_by_distillation(tmp_path, bert, data, legal):
     same_embeddings(tmp_path / 'slim')
     refused = gaprune(*prune_args_texts(bert, data, src, tmp_path / 'no'), '--retrain-steps', 2, '--recovery', 'contrastive')  # pairs needed
     assert 'needs pairs' in one_line_error(refused) and not (tmp_path / 'no').exists()
+
+
+def test_texts_only_recover_by_denoising(tmp_path, bert, data, legal):
+    "Texts only, `--recovery tsdae`: prune and slim rebuild the user's texts from damaged copies with TSDAE's decoder (made from the dense model, dropped after: the saved model is the encoder alone); a family with no such decoder is refused in one line, nothing written."
+    src = legal / FILES['texts']
+    r = prune(bert, data, src, tmp_path / 'run', '--retrain-steps', 2, '--recovery', 'tsdae')
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "TSDAE's decoder, from the dense model" in r.stderr and 'recovery (lora, tsdae, 2 steps)' in r.stderr
+    assert json.loads((tmp_path / 'run' / 'gaprune_report.json').read_text())['config']['recovery'] == 'tsdae'
+    same_embeddings(tmp_path / 'run')
+    from safetensors.torch import load_file
+    keys = lambda d: set(load_file(Path(d) / 'model.safetensors'))
+    assert keys(tmp_path / 'run') == keys(bert)   # the encoder's weights only: no decoder, no adapter
+    r = gaprune('slim', '--model', bert, '--data', data, '--domain', 'legal', '--domain-data', src, '--keep', 0.5, '--n-calib', 8,
+                '--scorer', 'wanda', '--finetune-steps', 2, '--batch-size', 4, '--recovery', 'distill+tsdae', '--no-eval', '--out', tmp_path / 'slim')
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "TSDAE's decoder, from the dense model" in r.stderr and 'teacher embeddings for the recovery (distill+tsdae)' in r.stderr
+    same_embeddings(tmp_path / 'slim')
+    mp = tmp_path / 'tiny-mpnet'; Encoder(*tiny_model('mpnet')).save_pretrained(mp)
+    refused = gaprune(*prune_args_texts(mp, data, src, tmp_path / 'no'), '--retrain-steps', 2, '--recovery', 'tsdae')
+    line = one_line_error(refused)
+    assert "recovery 'tsdae' needs a decoder" in line and "none for 'mpnet'" in line and '--recovery distill' in line, line
+    assert not (tmp_path / 'no').exists() and '== calibration' not in refused.stderr
 
 
 def prune_args_texts(bert, data, src, out):

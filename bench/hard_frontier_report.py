@@ -1,0 +1,111 @@
+"""The frontier on the hard suites (issue 52 item 3, issue 54 item 1): table and figure.
+
+Reads the cells of `bench/frontier.py --hard` (results/hard_frontier/*.json, per-query scores) and its speed pass
+(results/hard_frontier/speed.json), and writes results/hard_frontier/summary.md, summary.csv and frontier.png: for each
+model and domain measured, every point of the report seed against the dense model of the same seed on the domain's hard
+suite, the user split (the held-out 10% of the domain's rows) and the general hard suite (Δ nDCG@10 × 100 with a
+paired-bootstrap 95% interval, 2,000 resamples of the queries), and its measured speed-ups (batch 32 x 128 tokens and
+one text, 2 threads, one pass). The csv has every Δ as numbers: d_<suite>, d_<suite>_ci95_lo, d_<suite>_ci95_hi.
+The figure shows the points a user can run today: the recovery grid's other recoveries and the structure before any
+recovery stay in the table only.
+Run: python bench/hard_frontier_report.py [--seed 1]
+"""
+from __future__ import annotations
+import argparse, json, re, sys
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hard_recovery_report import SLIM_OUT, SUITES, delta, md_table, slim_cell   # noqa: E402  (one definition of a cell and a Δ)
+from gaprune_nb.devsuite import fmt_delta   # noqa: E402
+from gaprune_nb.store import write_text   # noqa: E402
+
+PANELS = (('minilm', 'finance'), ('minilm', 'chemistry'), ('mpnet', 'finance'))   # (model, domain) with their cell prefixes below
+NAMES = {'minilm': 'MiniLM-L6', 'mpnet': 'mpnet-base'}
+LABEL = {'hard': 'domain hard suite', 'user': 'user split (held-out rows)', 'general': 'general hard suite'}
+
+
+def prefix(model, domain) -> str:
+    "Cell names of MiniLM on finance are bare; other models and domains say which (bench/frontier.py's `prefix`)."
+    return ''.join(f'{x}-' for x, d in ((model, 'minilm'), (domain, 'finance')) if x != d)
+
+
+def shown(name: str) -> bool:
+    "A point a user can run today: not the structure before recovery, not the recovery grid's non-default recoveries."
+    return not re.search(r'-none-s\d+$', name) and (('-none-' not in name) or '-then-mined' in name and '-then-mined-' not in name)
+
+
+def short(name: str, seed: int) -> str:
+    "A point's label: 'slim2 mined', 'slim2 mined +int8', 'dense-ft mined', 'l3-3 mined'."
+    s = name.replace(f'-s{seed}', '').replace('-importance', '').replace('-none-then-', ' ').replace('+int8-eager', ' +int8')
+    return re.sub(r'-(mined|contrastive|distill\S*)', r' \1', s)
+
+
+def table(model, domain, seed) -> pd.DataFrame:
+    "Every point of one model on one domain, its Δ vs that model's dense point, and its speed-ups where timed."
+    pre = prefix(model, domain)
+    dense = slim_cell(domain, f"{'mpnet-' if model == 'mpnet' else ''}dense-s{seed}", seed)['scores']   # slim_cell adds the domain's prefix
+    speed = json.loads((SLIM_OUT/'speed.json').read_text()) if (SLIM_OUT/'speed.json').exists() else {}
+    rows = []
+    for p in sorted(SLIM_OUT.glob(f'{pre}*-s{seed}*.json')):
+        name = p.stem[len(pre):]
+        if name.split('-')[0] in ('chemistry', 'mpnet') or not re.search(rf'-s{seed}($|[-+])', name): continue
+        c = slim_cell(domain, p.stem.removeprefix(domain + '-') if domain != 'finance' else p.stem, seed)['scores']
+        if not c: continue
+        r = dict(model=model, domain=domain, seed=seed, point=name, label=short(name, seed), shown=shown(name) and name != f'dense-s{seed}')
+        for k in ('batch', 'single'):
+            if p.stem in speed.get(k, {}): r[f'speed-up ({k})'] = round(speed[k][p.stem]['speedup'], 2)
+        for s in SUITES:
+            if s not in c: continue
+            r[s] = round(100 * c[s].values.mean(), 2)
+            if s in dense and name != f'dense-s{seed}':
+                bt = delta(c[s], dense[s])
+                r |= {f'Δ {s}': fmt_delta(bt), f'd_{s}': round(bt['delta'], 2), f'd_{s}_ci95_lo': round(bt['lo'], 2), f'd_{s}_ci95_hi': round(bt['hi'], 2)}
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+
+def figure(df: pd.DataFrame, path: Path):
+    "One row per (model, domain), one panel per suite: Δ vs dense (with its interval) against the measured batch speed-up."
+    import matplotlib; matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    groups = [(m, d) for m, d in PANELS if ((df.model == m) & (df.domain == d) & df.shown & df['speed-up (batch)'].notna()).any()]
+    fig, axes = plt.subplots(len(groups), 3, figsize=(13, 4.2 * len(groups)), squeeze=False)
+    for row, (m, d) in zip(axes, groups):
+        g = df[(df.model == m) & (df.domain == d) & df.shown & df['speed-up (batch)'].notna()]
+        for ax, s in zip(row, SUITES):
+            if f'd_{s}' not in g: continue
+            for _, r in g.dropna(subset=[f'd_{s}']).iterrows():
+                pkg = r.point.startswith(('slim', 'mag', 'l3'))
+                kind = 'package' if r.point.startswith('slim') else 'peer'
+                ax.errorbar(r['speed-up (batch)'], r[f'd_{s}'], yerr=[[r[f'd_{s}'] - r[f'd_{s}_ci95_lo']], [r[f'd_{s}_ci95_hi'] - r[f'd_{s}']]],
+                            fmt='o' if kind == 'package' else 's', color='C3' if kind == 'package' else ('C0' if not pkg else 'C2'), capsize=3, ms=6)
+                ax.annotate(r.label, (r['speed-up (batch)'], r[f'd_{s}']), textcoords='offset points', xytext=(5, 3), fontsize=8)
+            ax.axhline(0, color='k', lw=0.8); ax.set_xscale('log'); ax.set_xticks([1, 2, 3, 5, 10, 20, 40]); ax.set_xticklabels(['1', '2', '3', '5', '10', '20', '40'])
+            ax.set_title(f'{NAMES[m]}, {d}: {LABEL[s]}', fontsize=10); ax.set_xlabel('speed-up, batch 32 x 128 tokens (measured)'); ax.set_ylabel('Δ nDCG@10 vs dense (points)')
+            ax.grid(alpha=0.3)
+    fig.text(0.5, 0.005, "red circles: gaprune slim; green squares: neuron magnitude and L3Prune with the same recovery; blue squares: the user's free\n"
+             "alternatives (dense int8, the dense model fine-tuned with the same recovery, model2vec). Bars: paired-bootstrap 95% intervals.", ha='center', fontsize=9)
+    fig.tight_layout(rect=(0, 0.09 / len(groups), 1, 1)); fig.savefig(path, dpi=150); plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--seed', type=int, default=1)
+    a = ap.parse_args()
+    df = pd.concat([table(m, d, a.seed) for m, d in PANELS], ignore_index=True)
+    write_text(SLIM_OUT/'summary.csv', df.to_csv(index=False))
+    show = [c for c in ['point', 'speed-up (batch)', 'speed-up (single)', 'Δ hard', 'Δ user', 'Δ general', 'hard', 'user', 'general'] if c in df.columns]
+    md = [f'# The frontier on the hard suites, seed {a.seed} (nDCG@10 × 100; Δ vs the dense model of the same seed, paired-bootstrap 95% intervals)', '',
+          'Written by `bench/hard_frontier_report.py` from `bench/frontier.py --hard` (`speed.txt`: the speed pass). hard: the domain\'s hard suite; '
+          'user: the held-out 10% of its bundled rows; general: the general hard suite. Recovery: 100 steps of `mined` (the default for triplets) '
+          'unless the name says otherwise; `-none-s1` is a structure before any recovery; `+int8-eager` the point\'s per-tensor int8 graph.', '']
+    for (m, d), g in df.groupby(['model', 'domain'], sort=False):
+        md += [f'## {m}, {d}', '', md_table(g[show]), '']
+    write_text(SLIM_OUT/'summary.md', '\n'.join(md) + '\n')
+    figure(df, SLIM_OUT/'frontier.png')
+    print('\n'.join(md))
+
+
+if __name__ == '__main__': main()
