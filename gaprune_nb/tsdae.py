@@ -64,9 +64,13 @@ class Denoiser(nn.Module):
         hidden = dense.model.config.hidden_size
         with tempfile.TemporaryDirectory(prefix='gaprune-tsdae-') as d:
             dense.save_pretrained(d)   # the decoder loads from a folder; the dense model may exist in memory only
-            st = logging.getLogger('sentence_transformers'); level = st.level; st.setLevel(logging.ERROR)   # its note on untied weights
+            from transformers.utils import logging as tl
+            st = logging.getLogger('sentence_transformers'); level, verbosity, bars = st.level, tl.get_verbosity(), tl.is_progress_bar_enabled()
+            st.setLevel(logging.ERROR); tl.set_verbosity_error(); tl.disable_progress_bar()   # the decoder's load report: its cross-attention and LM head are new, as TSDAE expects
             try: self.loss_fn = DenoisingAutoEncoderLoss(_Student(dense.tokenizer, d, hidden), decoder_name_or_path=d, tie_encoder_decoder=False)
-            finally: st.setLevel(level)
+            finally:
+                st.setLevel(level); tl.set_verbosity(verbosity)
+                if bars: tl.enable_progress_bar()
         self.loss_fn.decoder.to(dense.device)
     def decoder_parameters(self): return list(self.loss_fn.decoder.parameters())
     def loss(self, student:Encoder, texts:list[str]) -> torch.Tensor:
