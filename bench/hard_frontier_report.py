@@ -124,6 +124,20 @@ def figure(df: pd.DataFrame, path: Path):
     fig.tight_layout(rect=(0, 0.09 / len(groups), 1, 1)); fig.savefig(path, dpi=150); plt.close(fig)
 
 
+PROBES = {'fine-tuned at 256 tokens (--train-tokens 256)': 'slim2-importance-none-s{s}-then-mined-train256',
+          'importance on half-general texts (--grid structure)': 'slim2-importance-mined-gencalib0.5-s{s}'}   # against the default point on the same seed (bench/frontier.py's rules)
+
+
+def probes(seed=0) -> list[str]:
+    "Markdown rows: each probe of why slim loses on hard finance, minus the default point (`mined` at 128 tokens) of `seed`."
+    base = slim_cell('finance', f'slim2-importance-none-s{seed}-then-mined', seed)['scores']
+    rows = []
+    for what, form in PROBES.items():
+        c = slim_cell('finance', form.format(s=seed), seed)['scores']
+        if c and base: rows.append(f"| {what} | " + ' | '.join(fmt_delta(delta(c[k], base[k])) for k in SUITES) + ' |')
+    return [f'## Probes, seed {seed}: each minus `slim --speedup 2` + mined on the same seed', '', '| probe | Δ hard | Δ user | Δ general |', '|---|---|---|---|'] + rows + [''] if rows else []
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--seed', type=int, default=1)
@@ -137,6 +151,7 @@ def main():
           'unless the name says otherwise; `-none-s1` is a structure before any recovery; `+int8-eager` the point\'s per-tensor int8 graph.', '']
     for (m, d), g in df.groupby(['model', 'domain'], sort=False):
         md += [f'## {m}, {d}', '', md_table(g[show]), '']
+    md += probes(0)
     write_text(SLIM_OUT/'summary.md', '\n'.join(md) + '\n')
     figure(df, SLIM_OUT/'frontier.png')
     print('\n'.join(md))

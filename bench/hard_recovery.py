@@ -161,7 +161,7 @@ def report(domain: str, seeds: list[int]):
                 r[s] = round(100 * x[s].values.mean(), 2)
                 if dense[s] is not None and (base, rec) != ('dense', 'none'):
                     bt = paired_bootstrap(x, dense[s], n=N_BOOT, seed=0).loc[s]
-                    r[f'Δ {s}'] = fmt_delta(bt); r[f'd {s}'] = round(bt['delta'], 2)
+                    r[f'Δ {s}'] = fmt_delta(bt); r |= {f'd {s}': round(bt['delta'], 2), f'd {s} ci95_lo': round(bt['lo'], 2), f'd {s} ci95_hi': round(bt['hi'], 2)}
             f = OUT/cell/f'{suites[0]}.json'
             if f.exists():
                 meta = json.loads(f.read_text()).get('info', json.loads(f.read_text()))
