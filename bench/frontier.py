@@ -28,7 +28,7 @@ Points (MiniLM, finance):
                                distill+mined) on that same structure; with --steps N
                                other than 100 the recovered cells end in -Nsteps (and the fine-tuned points of --grid report
                                carry -Nsteps before -s<seed>; with --refine N the slim points add -refineN after it, with --speed-at both -at-both,
-                               with --speed-of a graph -of-<graph>)
+                               with --speed-of a graph -of-<graph>, with --layers N -layersN)
 With --tag T the slim and neuron-magnitude points of --grid report end their names in -T before -s<seed>.
 With --train-tokens N (--grid recovery) the recovered cells fine-tune at N tokens instead of slim's 128 and end in -train<N>.
   Rule, written 2026-11-28 before those cells ran (issue 52: at 128 tokens on the finance hard suite, the slimmed models
@@ -156,7 +156,7 @@ def saved(name, work):
 def grid(a, S, work, todo):
     steps = f'-{a.steps}steps' if a.steps != STEPS else ''   # recovery steps other than 100 are in the names
     tag = f'-{a.tag}' if a.tag else ''   # plans made by changed package code, in the slim and magnitude points' names
-    refine = (f'-refine{a.refine}' if a.refine else '') + (f'-at-{a.speed_at}' if a.speed_at != 'batch' else '') + (f'-of-{a.speed_of}' if a.speed_of != 'pytorch' else '') + tag  # and a slim plan's refinement and timing
+    refine = (f'-refine{a.refine}' if a.refine else '') + (f'-at-{a.speed_at}' if a.speed_at != 'batch' else '') + (f'-of-{a.speed_of}' if a.speed_of != 'pytorch' else '') + (f'-layers{a.layers}' if a.layers else '') + tag  # and a slim plan's refinement, timing and layers
     for seed in a.seeds:
         pts = {f'dense-s{seed}': lambda n, s=seed: (lambda: made(n, work, Encoder.from_pretrained(base_model()), {}))}
         if a.grid == 'recovery':   # one structure (slim at the first target, no fine-tuning), each recovery on it
@@ -179,7 +179,7 @@ def grid(a, S, work, todo):
                 pts[f'slim2-fidelity-{rec}-s{seed}'] = lambda n, s=seed, r=rec: slim_point(n, work, s, speedup=2.0, rank='fidelity', recovery=r)
         else:
             for x in a.targets:
-                pts[f'slim{x:g}-{a.rank}-{a.recovery}{steps}{refine}-s{seed}'] = lambda n, s=seed, x=x: slim_point(n, work, s, speedup=x, rank=a.rank, recovery=a.recovery)
+                pts[f'slim{x:g}-{a.rank}-{a.recovery}{steps}{refine}-s{seed}'] = lambda n, s=seed, x=x: slim_point(n, work, s, speedup=x, rank=a.rank, recovery=a.recovery, layers=a.layers)
             rec = dict(recovery=a.recovery) if a.hard else {}   # --hard: every recovered point with --recovery, named by it
             rn = f'-{a.recovery}' if a.hard else ''
             pts[f'mag2{rn}{steps}{tag}-s{seed}'] = lambda n, s=seed: recovered(n, work, s, magnitude_to(2.0), **rec)
@@ -277,6 +277,7 @@ def main():
     ap.add_argument('--speed-of', choices=SPEED_OF, default='pytorch', help="whose speed slim plans for (`SlimConfig.speed_of`: a graph is timed in onnxruntime each try; other than pytorch: named -of-<it> in the points)")
     ap.add_argument('--tag', default='', help='appended to the slim and magnitude points\' names (-TAG): plans made by changed package code beside the points made before it')
     ap.add_argument('--train-tokens', type=int, default=128, help="with --grid recovery: the fine-tuning's token limit (`SlimConfig.train_max_length`; other than 128: named -train<N> in the recovered cells)")
+    ap.add_argument('--layers', default=None, help="slim points keep the first N layers before units go (`SlimConfig.layers`; named -layersN in the points)")
     ap.add_argument('--speed', action='store_true')
     ap.add_argument('--beside', default='', help='with --speed --only: points timed in the same run to compare with, printed but not merged into speed.json')
     ap.add_argument('--pairs', type=int, default=0, help='with --only: time each point against its dense model in this many separate pairs')

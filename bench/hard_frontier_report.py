@@ -91,6 +91,26 @@ def smaller_peers(domain, seed, dense, speed) -> list[dict]:
     return rows
 
 
+def across_sizes(domain, seed) -> list[str]:
+    """Markdown rows (issue 54 item 3): each slimmed mpnet point minus MiniLM-L6 dense and MiniLM-L6 fine-tuned with the same
+    recovery, paired on the same queries; speed = the MiniLM point's seconds / the mpnet point's, from one speed pass."""
+    pre = '' if domain == 'finance' else domain + '-'
+    speed = json.loads((SLIM_OUT/'speed.json').read_text()) if (SLIM_OUT/'speed.json').exists() else {}
+    rows = []
+    for p in sorted(SLIM_OUT.glob(f'{pre}mpnet-slim*-s{seed}.json')):
+        mine = slim_cell(domain, p.stem.removeprefix(pre), seed)['scores']
+        for form in ('dense-s{s}', 'dense-ft-mined-s{s}'):
+            peer = form.format(s=seed); c = slim_cell(domain, peer, seed)['scores']
+            if not (mine and c): continue
+            t = {k: speed.get(k, {}) for k in ('batch', 'single')}
+            ratio = ['%.2f' % (t[k][pre + peer]['seconds'] / t[k][p.stem]['seconds']) if p.stem in t[k] and pre + peer in t[k] else '' for k in t]
+            rows.append(f"| {p.stem.removeprefix(pre)} − {SMALLER[form]} | {ratio[0]} | {ratio[1]} | "
+                        + ' | '.join(fmt_delta(delta(mine[k], c[k])) if k in mine and k in c else '' for k in SUITES) + ' |')
+    return [f'## Across sizes ({domain}, seed {seed}): slimmed mpnet minus MiniLM-L6 on the same queries', '',
+            "speed: the MiniLM point's time / the mpnet point's (above 1: the slimmed mpnet is faster), same speed pass.", '',
+            '| comparison | speed (batch) | speed (single) | Δ hard | Δ user | Δ general |', '|---|---|---|---|---|---|'] + rows + [''] if rows else []
+
+
 def place(ax, labels):
     "Annotate (text, x, y), alternately above and below the point in the order of x (neighbours on a crowded panel keep apart)."
     for k, (text, x, y) in enumerate(sorted(labels, key=lambda l: l[1])):
@@ -151,7 +171,7 @@ def main():
           'unless the name says otherwise; `-none-s1` is a structure before any recovery; `+int8-eager` the point\'s per-tensor int8 graph.', '']
     for (m, d), g in df.groupby(['model', 'domain'], sort=False):
         md += [f'## {m}, {d}', '', md_table(g[show]), '']
-    md += probes(0)
+    md += across_sizes('finance', a.seed) + probes(0)
     write_text(SLIM_OUT/'summary.md', '\n'.join(md) + '\n')
     figure(df, SLIM_OUT/'frontier.png')
     print('\n'.join(md))
