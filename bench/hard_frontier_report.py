@@ -92,12 +92,12 @@ def smaller_peers(domain, seed, dense, speed) -> list[dict]:
 
 
 def across_sizes(domain, seed) -> list[str]:
-    """Markdown rows (issue 54 item 3): each slimmed mpnet point minus MiniLM-L6 dense and MiniLM-L6 fine-tuned with the same
-    recovery, paired on the same queries; speed = the MiniLM point's seconds / the mpnet point's, from one speed pass."""
+    """Markdown rows (issue 54 item 3): each slimmed mpnet point, and mpnet fine-tuned, minus MiniLM-L6 dense and MiniLM-L6
+    fine-tuned with the same recovery, paired on the same queries; speed = the MiniLM point's seconds / the mpnet point's, from one speed pass."""
     pre = '' if domain == 'finance' else domain + '-'
     speed = json.loads((SLIM_OUT/'speed.json').read_text()) if (SLIM_OUT/'speed.json').exists() else {}
     rows = []
-    for p in sorted(SLIM_OUT.glob(f'{pre}mpnet-slim*-s{seed}.json')):
+    for p in sorted(SLIM_OUT.glob(f'{pre}mpnet-slim*-s{seed}.json')) + sorted(SLIM_OUT.glob(f'{pre}mpnet-dense-ft-mined-s{seed}.json')):
         mine = slim_cell(domain, p.stem.removeprefix(pre), seed)['scores']
         for form in ('dense-s{s}', 'dense-ft-mined-s{s}'):
             peer = form.format(s=seed); c = slim_cell(domain, peer, seed)['scores']
@@ -106,8 +106,8 @@ def across_sizes(domain, seed) -> list[str]:
             ratio = ['%.2f' % (t[k][pre + peer]['seconds'] / t[k][p.stem]['seconds']) if p.stem in t[k] and pre + peer in t[k] else '' for k in t]
             rows.append(f"| {p.stem.removeprefix(pre)} − {SMALLER[form]} | {ratio[0]} | {ratio[1]} | "
                         + ' | '.join(fmt_delta(delta(mine[k], c[k])) if k in mine and k in c else '' for k in SUITES) + ' |')
-    return [f'## Across sizes ({domain}, seed {seed}): slimmed mpnet minus MiniLM-L6 on the same queries', '',
-            "speed: the MiniLM point's time / the mpnet point's (above 1: the slimmed mpnet is faster), same speed pass.", '',
+    return [f'## Across sizes ({domain}, seed {seed}): mpnet points minus MiniLM-L6 on the same queries', '',
+            "speed: the MiniLM point's time / the mpnet point's (above 1: the mpnet point is faster), same speed pass.", '',
             '| comparison | speed (batch) | speed (single) | Δ hard | Δ user | Δ general |', '|---|---|---|---|---|---|'] + rows + [''] if rows else []
 
 
