@@ -1,7 +1,7 @@
 """The frontier on the hard suites (issue 52 item 3, issue 54 item 1): table and figure.
 
 Reads the cells of `bench/frontier.py --hard` (results/hard_frontier/*.json, per-query scores) and its speed pass
-(results/hard_frontier/speed.json), and writes results/hard_frontier/summary.md, summary.csv and frontier.png: for each
+(results/hard_frontier/speed.json; its passes' printouts speed*.txt), and writes results/hard_frontier/summary.md, summary.csv and frontier.png: for each
 model and domain measured, every point of the report seed against the dense model of the same seed on the domain's hard
 suite, the user split (the held-out 10% of the domain's rows) and the general hard suite (Δ nDCG@10 × 100 with a
 paired-bootstrap 95% interval, 2,000 resamples of the queries), and its measured speed-ups (batch 32 x 128 tokens and
@@ -166,7 +166,7 @@ def main():
     write_text(SLIM_OUT/'summary.csv', df.to_csv(index=False))
     show = [c for c in ['point', 'speed-up (batch)', 'speed-up (single)', 'Δ hard', 'Δ user', 'Δ general', 'hard', 'user', 'general'] if c in df.columns]
     md = [f'# The frontier on the hard suites, seed {a.seed} (nDCG@10 × 100; Δ vs the dense model of the same seed, paired-bootstrap 95% intervals)', '',
-          'Written by `bench/hard_frontier_report.py` from `bench/frontier.py --hard` (`speed.txt`: the speed pass). hard: the domain\'s hard suite; '
+          'Written by `bench/hard_frontier_report.py` from `bench/frontier.py --hard` (the speed passes: `speed.txt`; mpnet\'s points with MiniLM\'s peers, `speed_mpnet.txt`). hard: the domain\'s hard suite; '
           'user: the held-out 10% of its bundled rows; general: the general hard suite. Recovery: 100 steps of `mined` (the default for triplets) '
           'unless the name says otherwise; `-none-s1` is a structure before any recovery; `+int8-eager` the point\'s per-tensor int8 graph.', '']
     for (m, d), g in df.groupby(['model', 'domain'], sort=False):
