@@ -42,11 +42,21 @@ def short(name: str, seed: int) -> str:
     return re.sub(r'-(mined|contrastive|distill\S*)', r' \1', s)
 
 
-def table(model, domain, seed) -> pd.DataFrame:
+def speeds() -> dict:
+    "The speed passes' merged entries (speed.json), or {} before any pass."
+    return json.loads((SLIM_OUT/'speed.json').read_text()) if (SLIM_OUT/'speed.json').exists() else {}
+
+
+def delta_columns(s, a, b) -> dict:
+    "Suite `s`'s columns of a row: Δ = a − b as text and as numbers with its paired-bootstrap 95% interval."
+    bt = delta(a, b)
+    return {f'Δ {s}': fmt_delta(bt), f'd_{s}': round(bt['delta'], 2), f'd_{s}_ci95_lo': round(bt['lo'], 2), f'd_{s}_ci95_hi': round(bt['hi'], 2)}
+
+
+def table(model, domain, seed, speed) -> pd.DataFrame:
     "Every point of one model on one domain, its Δ vs that model's dense point, and its speed-ups where timed."
     pre = prefix(model, domain)
     dense = slim_cell(domain, f"{'mpnet-' if model == 'mpnet' else ''}dense-s{seed}", seed)['scores']   # slim_cell adds the domain's prefix
-    speed = json.loads((SLIM_OUT/'speed.json').read_text()) if (SLIM_OUT/'speed.json').exists() else {}
     rows = []
     for p in sorted(SLIM_OUT.glob(f'{pre}*-s{seed}*.json')):
         name = p.stem[len(pre):]
@@ -59,9 +69,7 @@ def table(model, domain, seed) -> pd.DataFrame:
         for s in SUITES:
             if s not in c: continue
             r[s] = round(100 * c[s].values.mean(), 2)
-            if s in dense and name != f'dense-s{seed}':
-                bt = delta(c[s], dense[s])
-                r |= {f'Δ {s}': fmt_delta(bt), f'd_{s}': round(bt['delta'], 2), f'd_{s}_ci95_lo': round(bt['lo'], 2), f'd_{s}_ci95_hi': round(bt['hi'], 2)}
+            if s in dense and name != f'dense-s{seed}': r |= delta_columns(s, c[s], dense[s])
         rows.append(r)
     if model == 'mpnet': rows += smaller_peers(domain, seed, dense, speed)
     return pd.DataFrame(rows)
@@ -73,8 +81,8 @@ SMALLER = {'dense-s{s}': 'MiniLM-L6 dense', 'dense+int8-eager-s{s}': 'MiniLM-L6 
 
 def smaller_peers(domain, seed, dense, speed) -> list[dict]:
     "MiniLM-L6's points as peers of mpnet: Δ vs dense mpnet on the same queries, speed-up = dense mpnet's seconds / theirs in the same speed pass."
-    rows, pre = [], '' if domain == 'finance' else domain + '-'
-    ref = {k: speed.get(k, {}).get(f'{pre}mpnet-dense-s{seed}' if pre else f'mpnet-dense-s{seed}') for k in ('batch', 'single')}
+    rows, pre = [], prefix('minilm', domain)
+    ref = {k: speed.get(k, {}).get(f'{pre}mpnet-dense-s{seed}') for k in ('batch', 'single')}
     for form, label in SMALLER.items():
         name = form.format(s=seed)
         c = slim_cell(domain, name, seed)['scores']
@@ -84,19 +92,15 @@ def smaller_peers(domain, seed, dense, speed) -> list[dict]:
             mine = speed.get(k, {}).get(pre + name)
             if mine and ref[k]: r[f'speed-up ({k})'] = round(ref[k]['seconds'] / mine['seconds'], 2)
         for s in SUITES:
-            if s in c and s in dense:
-                bt = delta(c[s], dense[s]); r[s] = round(100 * c[s].values.mean(), 2)
-                r |= {f'Δ {s}': fmt_delta(bt), f'd_{s}': round(bt['delta'], 2), f'd_{s}_ci95_lo': round(bt['lo'], 2), f'd_{s}_ci95_hi': round(bt['hi'], 2)}
+            if s in c and s in dense: r |= {s: round(100 * c[s].values.mean(), 2)} | delta_columns(s, c[s], dense[s])
         rows.append(r)
     return rows
 
 
-def across_sizes(domain, seed) -> list[str]:
+def across_sizes(domain, seed, speed) -> list[str]:
     """Markdown rows (issue 54 item 3): each slimmed mpnet point, and mpnet fine-tuned, minus MiniLM-L6 dense and MiniLM-L6
     fine-tuned with the same recovery, paired on the same queries; speed = the MiniLM point's seconds / the mpnet point's, from one speed pass."""
-    pre = '' if domain == 'finance' else domain + '-'
-    speed = json.loads((SLIM_OUT/'speed.json').read_text()) if (SLIM_OUT/'speed.json').exists() else {}
-    rows = []
+    pre, rows = prefix('minilm', domain), []
     for p in sorted(SLIM_OUT.glob(f'{pre}mpnet-slim*-s{seed}.json')) + sorted(SLIM_OUT.glob(f'{pre}mpnet-dense-ft-mined-s{seed}.json')):
         mine = slim_cell(domain, p.stem.removeprefix(pre), seed)['scores']
         for form in ('dense-s{s}', 'dense-ft-mined-s{s}'):
@@ -162,7 +166,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--seed', type=int, default=1)
     a = ap.parse_args()
-    df = pd.concat([table(m, d, a.seed) for m, d in PANELS], ignore_index=True)
+    sp = speeds()
+    df = pd.concat([table(m, d, a.seed, sp) for m, d in PANELS], ignore_index=True)
     write_text(SLIM_OUT/'summary.csv', df.to_csv(index=False))
     show = [c for c in ['point', 'speed-up (batch)', 'speed-up (single)', 'Δ hard', 'Δ user', 'Δ general', 'hard', 'user', 'general'] if c in df.columns]
     md = [f'# The frontier on the hard suites, seed {a.seed} (nDCG@10 × 100; Δ vs the dense model of the same seed, paired-bootstrap 95% intervals)', '',
@@ -171,7 +176,7 @@ def main():
           'unless the name says otherwise; `-none-s1` is a structure before any recovery; `+int8-eager` the point\'s per-tensor int8 graph.', '']
     for (m, d), g in df.groupby(['model', 'domain'], sort=False):
         md += [f'## {m}, {d}', '', md_table(g[show]), '']
-    md += across_sizes('finance', a.seed) + probes(0)
+    md += across_sizes('finance', a.seed, sp) + probes(0)
     write_text(SLIM_OUT/'summary.md', '\n'.join(md) + '\n')
     figure(df, SLIM_OUT/'frontier.png')
     print('\n'.join(md))
