@@ -37,8 +37,8 @@ def shown(name: str) -> bool:
 
 
 def short(name: str, seed: int) -> str:
-    "A point's label: 'slim2 mined', 'slim2 mined +int8', 'dense-ft mined', 'l3-3 mined'."
-    s = name.replace(f'-s{seed}', '').replace('-importance', '').replace('-none-then-', ' ').replace('+int8-eager', ' +int8')
+    "A point's label: 'slim2 mined', 'slim2 mined +int8' (per tensor; '+int8 per channel': `--int8 st`), 'dense-ft mined', 'l3-3 mined'."
+    s = name.replace(f'-s{seed}', '').replace('-importance', '').replace('-none-then-', ' ').replace('+int8-eager', ' +int8').replace('+int8-st', ' +int8 per channel')
     return re.sub(r'-(mined|contrastive|distill\S*)', r' \1', s)
 
 
@@ -173,7 +173,7 @@ def main():
     md = [f'# The frontier on the hard suites, seed {a.seed} (nDCG@10 × 100; Δ vs the dense model of the same seed, paired-bootstrap 95% intervals)', '',
           'Written by `bench/hard_frontier_report.py` from `bench/frontier.py --hard` (the speed passes: `speed.txt`; mpnet\'s points with MiniLM\'s peers, `speed_mpnet.txt`). hard: the domain\'s hard suite; '
           'user: the held-out 10% of its bundled rows; general: the general hard suite. Recovery: 100 steps of `mined` (the default for triplets) '
-          'unless the name says otherwise; `-none-s1` is a structure before any recovery; `+int8-eager` the point\'s per-tensor int8 graph.', '']
+          'unless the name says otherwise; `-none-s1` is a structure before any recovery; `+int8-eager` the point\'s per-tensor int8 graph, `+int8-st` its per-channel one (`onnx_export.ST_INT8`, what `gaprune slim --export onnx-int8` writes).', '']
     for (m, d), g in df.groupby(['model', 'domain'], sort=False):
         md += [f'## {m}, {d}', '', md_table(g[show]), '']
     md += across_sizes('finance', a.seed, sp) + probes(0)
