@@ -182,7 +182,7 @@ class SlimConfig(ModelConfig):
     threads: int|None = None      # CPU threads it is measured with; None: torch's current setting
     layers: str|None = None       # whole layers first: keep the first N ('4') or L3Prune's choice ('small' / 'large', by per-layer contrastive loss); None: all
     drop_mlp: int = 0             # coarse step: MLP sub-layers dropped, least EffiR importance first
-    keep: float|None = None       # fine step: share of the remaining MLP neurons kept (one global ranking); None: 0.6 (unused with `speedup`)
+    keep: float|None = None       # fine step: share of the remaining MLP neurons kept (one global ranking); 1: none goes (the recovery alone); None: 0.6 (unused with `speedup`)
     scorer: str|None = None       # neuron importance: 'gates' (trained, EffiR), 'contribution' (`unit_scores`, no training) or a weight-level method summed per neuron; None: 'gates', with `speedup` 'contribution'
     gate_steps: int = 200         # gate training steps
     lam: float = 1e-3             # weight of the L0 surrogate per gate

@@ -41,7 +41,7 @@ def _params(enc:Encoder) -> dict:
 def _needs(cfg:SlimConfig) -> tuple[str|None, str]:
     "The least data shape a slim run needs and what needs it (the most demanding step): pairs for gates and fine-tuning."
     weights = cfg.scorer not in ('gates', 'contribution')
-    steps = [('pairs', f"slim --scorer gates (trained on query, positive)") if cfg.scorer == 'gates' and not cfg.speedup else None,
+    steps = [('pairs', f"slim --scorer gates (trained on query, positive)") if cfg.scorer == 'gates' and not cfg.speedup and cfg.keep < 1 else None,
              ('pairs', f"slim --finetune {cfg.finetune} --recovery {cfg.recovery} (with texts only use --recovery distill or tsdae)")
              if cfg.finetune != 'none' and cfg.finetune_steps and cfg.recovery not in (None, *TEXT_RECOVERIES) else None,
              ('texts', f"slim --finetune {cfg.finetune} --recovery distill") if cfg.finetune != 'none' and cfg.finetune_steps else None,
@@ -200,7 +200,7 @@ def slim_run(cfg:SlimConfig,                  # The run's settings
                 imp = effir_importance(enc, texts, show_progress=say)
                 drop_sublayers(enc, mlp=drop_plan(imp, n_mlp=cfg.drop_mlp)['mlp'])
         hist = []
-        _fine(enc, cfg, data, train, texts, t, say, hist)
+        if cfg.keep < 1: _fine(enc, cfg, data, train, texts, t, say, hist)  # keep 1: no neuron goes, nothing to rank (`--keep 1`: the recovery alone, a plain model folder)
     if ft and cfg.finetune_steps:
         with stage(t, f'fine-tune ({cfg.finetune}, {cfg.recovery}, {cfg.finetune_steps} steps)', say), token_limit(enc, cfg.train_max_length):
             retrain(enc, ft_rows, cfg.finetune_steps, config=ft, inplace=True, teacher=teacher, denoiser=denoiser)

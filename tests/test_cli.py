@@ -318,6 +318,19 @@ def test_slim_leaves_speeds_that_contradict_each_other_out_of_the_card(bert, dat
     assert 'not written into the card: the dense model' in r.stdout and '**' not in (out / 'README.md').read_text().split('Measured when exported')[-1] and 'Measured when exported' not in (out / 'README.md').read_text()
 
 
+def test_slim_keep_1_is_the_recovery_alone_in_a_plain_folder(bert, data, tmp_path):
+    "`slim --keep 1`: no neuron goes and nothing ranks them (no gates trained), so the run is the recovery alone; with `--finetune none` the saved model is the dense one, in a plain folder sentence-transformers loads without remote code, with the dense model's embeddings."
+    out = tmp_path / 'keep1'
+    r = gaprune('slim', '--model', bert, '--data', data, '--keep', '1', '--finetune', 'none', '--n-calib', '8', '--speed-tokens', '16', '--speed-batch', '4',
+                '--threads', '1', '--no-eval', '--out', out)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rep = json.loads((out / 'slim_report.json').read_text())
+    assert rep['params_kept'] == 1.0 and rep['gate_training'] is None, (rep['params_kept'], rep['gate_training'])
+    assert not json.loads((out / 'config.json').read_text())['model_type'].startswith('gaprune_')
+    texts = ['Net revenue grew by 12% in 2019.', 'How do vaccines work?']
+    np.testing.assert_allclose(SentenceTransformer(str(out)).encode(texts), SentenceTransformer(str(bert)).encode(texts), atol=1e-5)
+
+
 def test_slim_help_fits_a_screen_with_the_common_groups_first(capsys, monkeypatch):
     "`gaprune slim --help`: at most 50 lines on an 80-column terminal, groups in the order a user needs them (data and domain, target, output and export, recovery, advanced), each common flag one sentence with its default, and the way to the rest (`--help-all`: every flag). `prune` / `run --help` fit too and list `--domain-data` (the README's 'Your domain' flag) and not `--update` / `--stats`. Every flag still parses whatever the help lists."
     monkeypatch.setenv('COLUMNS', '80')  # argparse wraps to the terminal: the count is for a standard one
