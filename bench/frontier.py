@@ -247,7 +247,7 @@ def speed(work, only='', beside=''):
     res.update(tokens=TOKENS, batch_size=BATCH, threads=THREADS, torch=torch.__version__, onnxruntime=ort.__version__, cpu=platform.processor() or platform.machine(), cores=os.cpu_count())   # (the allocator: per entry, as merged entries may differ)
     if set(printed['batch']) - shown: (OUT/'speed.json').write_text(json.dumps(res, indent=1) + '\n')   # (a pass that merges nothing leaves it as it was)
     for k, b in {**res['batch'], **printed['batch']}.items():
-        print(f"{k:45s} batch {b['speedup']:5.2f}x  single {printed['single'].get(k, res['single'][k])['speedup']:5.2f}x  ({b.get('run', 'first run')}{', buffers kept' if 'kept' in b.get('allocator', '') else ''})" + ('  (beside: not merged)' if k in shown else ''))
+        print(f"{k:45s} batch {b['speedup']:5.2f}x  single {(printed['single'].get(k) or res['single'][k])['speedup']:5.2f}x  ({b.get('run', 'first run')}{', buffers kept' if 'kept' in b.get('allocator', '') else ''})" + ('  (beside: not merged)' if k in shown else ''))
 
 def pairs(work, only, n):
     """Each saved point `only` matches, timed against its own dense model in `n` separate pairs (the two alone, as the
