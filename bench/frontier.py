@@ -133,10 +133,11 @@ def l3_to(k):
     return shape
 
 def int8_point(name, work, base):
-    "The ONNX int8 graph of a saved point."
+    "The ONNX int8 graph of a saved point (a dense point's folder, when its scores were cached before it was saved: the base model)."
     def make():
         from gaprune_nb.onnx_export import ST_INT8, OnnxEncoder, export_onnx
-        enc = Encoder.from_pretrained(work/base)
+        dense = re.fullmatch(r'(mpnet-)?(chemistry-)?dense-s\d+', base) and not (work/base).exists()
+        enc = Encoder.from_pretrained(base_model() if dense else work/base)
         paths = export_onnx(enc, work/name, int8_settings=ST_INT8 if A.int8 == 'st' else None)
         return OnnxEncoder(paths['int8'], enc, threads=1), dict(base=base)
     return make
@@ -152,6 +153,19 @@ def saved(name, work):
     "A point stopped between its suites resumes from the model it saved (made once: a plan timed again could differ)."
     if not read_cell(name, OUT).get('scores') or not (work/name/'config.json').exists() or 'int8' in name or 'm2v' in name: return None
     return lambda: (Encoder.from_pretrained(work/name), {})
+
+def remake(name, mk, work, suite, S) -> bool:
+    """`--remake`: a point scored before whose folder is gone (a derived int8 point needs it) is made again and saved, not
+    scored again; its score on `suite` (the user split) is compared with the cached one, to show it is the model scored."""
+    c = read_cell(name, OUT)
+    if not c.get('scores') or (work/name/'config.json').exists() or 'int8' in name or 'm2v' in name: return False
+    from domain import _json_scores
+    enc, _ = mk(name)()
+    was, now = c['scores'][suite]['values'], _json_scores(S.score(enc, suite))[suite]['values']
+    diff = max(abs(x - y) for x, y in zip(was, now)) if len(was) == len(now) else float('inf')
+    print(f'{name}: made again and saved; {suite} per-query nDCG@10 differs from the cached scores by at most {diff:.2g}', file=sys.stderr, flush=True)
+    if diff > 1e-4: raise SystemExit(f'{name}: the re-made model is not the one scored ({suite} differs by {diff:.2g}); delete its cell to score it anew')
+    return True
 
 def grid(a, S, work, todo):
     steps = f'-{a.steps}steps' if a.steps != STEPS else ''   # recovery steps other than 100 are in the names
@@ -196,6 +210,7 @@ def grid(a, S, work, todo):
         i8 = INT8[A.int8]
         for name, mk in ((prefix() + k, v) for k, v in pts.items()):
             if not todo(name): continue
+            if a.remake and remake(name, mk, work, SUITES(seed)[0], S): continue
             if name.endswith(i8) and not (work/name[:-len(i8)]).exists(): print(f'{name}: {name[:-len(i8)]} not made yet', file=sys.stderr); continue
             t = time.perf_counter()
             evaluate(name, saved(name, work) or mk(name), SUITES(seed), S, out=OUT, seed=seed)
@@ -278,6 +293,7 @@ def main():
     ap.add_argument('--tag', default='', help='appended to the slim and magnitude points\' names (-TAG): plans made by changed package code beside the points made before it')
     ap.add_argument('--train-tokens', type=int, default=128, help="with --grid recovery: the fine-tuning's token limit (`SlimConfig.train_max_length`; other than 128: named -train<N> in the recovered cells)")
     ap.add_argument('--layers', default=None, help="slim points keep the first N layers before units go (`SlimConfig.layers`; named -layersN in the points)")
+    ap.add_argument('--remake', action='store_true', help='make and save again the points scored before whose model folders are gone (checked against the cached user-split scores), so their int8 graphs and speed passes can use them')
     ap.add_argument('--speed', action='store_true')
     ap.add_argument('--beside', default='', help='with --speed --only: points timed in the same run to compare with, printed but not merged into speed.json')
     ap.add_argument('--pairs', type=int, default=0, help='with --only: time each point against its dense model in this many separate pairs')
