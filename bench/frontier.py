@@ -161,7 +161,8 @@ def remake(name, mk, work, suite, S) -> bool:
     if not c.get('scores') or (work/name/'config.json').exists() or 'int8' in name or 'm2v' in name: return False
     from domain import _json_scores
     enc, _ = mk(name)()
-    was, now = c['scores'][suite]['values'], _json_scores(S.score(enc, suite))[suite]['values']
+    values = lambda sc: next(iter(sc.values()))['values']   # a cell's suite holds {task: scores}
+    was, now = values(c['scores'][suite]), values(_json_scores(S.score(enc, suite)))
     diff = max(abs(x - y) for x, y in zip(was, now)) if len(was) == len(now) else float('inf')
     print(f'{name}: made again and saved; {suite} per-query nDCG@10 differs from the cached scores by at most {diff:.2g}', file=sys.stderr, flush=True)
     if diff > 1e-4: raise SystemExit(f'{name}: the re-made model is not the one scored ({suite} differs by {diff:.2g}); delete its cell to score it anew')
@@ -258,7 +259,11 @@ def speed(work, only='', beside=''):
         res['batch' if b == BATCH else 'single'] = {k: dict(seconds=v, speedup=ref[model_of(k)] / v, run=run, allocator=allocator()) for k, v in t.items()}
     old = json.loads((OUT/'speed.json').read_text()) if only and (OUT/'speed.json').exists() else {}
     printed = {kind: dict(res[kind]) for kind in ('batch', 'single')}
-    for kind in ('batch', 'single'): res[kind] = {**old.get(kind, {}), **{k: v for k, v in res[kind].items() if k not in shown}}
+    for kind in ('batch', 'single'):
+        for k, v in res[kind].items():   # a dense point timed again: its earlier run's entry stays as '<name>@<run>', so ratios across models keep one run's seconds
+            was = old.get(kind, {}).get(k)
+            if k not in shown and is_dense(k) and was and was.get('run') != v['run']: old[kind][f"{k}@{was.get('run', 'first run')}"] = was
+        res[kind] = {**old.get(kind, {}), **{k: v for k, v in res[kind].items() if k not in shown}}
     res.update(tokens=TOKENS, batch_size=BATCH, threads=THREADS, torch=torch.__version__, onnxruntime=ort.__version__, cpu=platform.processor() or platform.machine(), cores=os.cpu_count())   # (the allocator: per entry, as merged entries may differ)
     if set(printed['batch']) - shown: (OUT/'speed.json').write_text(json.dumps(res, indent=1) + '\n')   # (a pass that merges nothing leaves it as it was)
     for k, b in {**res['batch'], **printed['batch']}.items():

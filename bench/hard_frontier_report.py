@@ -21,7 +21,7 @@ from hard_recovery_report import SLIM_OUT, SUITES, delta, md_table, slim_cell   
 from gaprune_nb.devsuite import fmt_delta   # noqa: E402
 from gaprune_nb.store import write_text   # noqa: E402
 
-PANELS = (('minilm', 'finance'), ('minilm', 'chemistry'), ('mpnet', 'finance'))   # (model, domain) with their cell prefixes below
+PANELS = (('minilm', 'finance'), ('minilm', 'chemistry'), ('mpnet', 'finance'), ('mpnet', 'chemistry'))   # (model, domain) with their cell prefixes below
 NAMES = {'minilm': 'MiniLM-L6', 'mpnet': 'mpnet-base'}
 LABEL = {'hard': 'domain hard suite', 'user': 'user split (held-out rows)', 'general': 'general hard suite'}
 
@@ -47,6 +47,15 @@ def speeds() -> dict:
     return json.loads((SLIM_OUT/'speed.json').read_text()) if (SLIM_OUT/'speed.json').exists() else {}
 
 
+def ratio_in_one_run(kind: dict, num: str, den: str) -> float|None:
+    """Seconds of `num` / seconds of `den` in the latest speed pass that timed both (speed.json's `kind`; a dense point
+    timed again keeps its earlier passes as '<name>@<run>'), or None: a ratio never mixes two passes."""
+    runs = lambda n: {e.get('run'): e['seconds'] for k, e in kind.items() if k == n or k.startswith(n + '@')}
+    a, b = runs(num), runs(den)
+    both = sorted(set(a) & set(b), key=str)
+    return a[both[-1]] / b[both[-1]] if both else None
+
+
 def delta_columns(s, a, b) -> dict:
     "Suite `s`'s columns of a row: Δ = a − b as text and as numbers with its paired-bootstrap 95% interval."
     bt = delta(a, b)
@@ -61,7 +70,7 @@ def table(model, domain, seed, speed) -> pd.DataFrame:
     for p in sorted(SLIM_OUT.glob(f'{pre}*-s{seed}*.json')):
         name = p.stem[len(pre):]
         if name.split('-')[0] in ('chemistry', 'mpnet') or not re.search(rf'-s{seed}($|[-+])', name): continue
-        c = slim_cell(domain, p.stem.removeprefix(domain + '-') if domain != 'finance' else p.stem, seed)['scores']
+        c = slim_cell(domain, ('mpnet-' if model == 'mpnet' else '') + name, seed)['scores']
         if not c: continue
         r = dict(model=model, domain=domain, seed=seed, point=name, label=short(name, seed), shown=shown(name) and name != f'dense-s{seed}')
         for k in ('batch', 'single'):
@@ -76,21 +85,22 @@ def table(model, domain, seed, speed) -> pd.DataFrame:
 
 
 SMALLER = {'dense-s{s}': 'MiniLM-L6 dense', 'dense+int8-eager-s{s}': 'MiniLM-L6 dense +int8', 'dense-ft-mined-s{s}': 'MiniLM-L6 fine-tuned (mined)',
-           'dense-ft-mined-s{s}+int8-eager': 'MiniLM-L6 fine-tuned +int8'}   # the smaller sibling an mpnet user can adopt instead (issue 54 items 1 and 3)
+           'dense-ft-mined-s{s}+int8-eager': 'MiniLM-L6 fine-tuned +int8', 'dense+int8-st-s{s}': 'MiniLM-L6 dense +int8 per channel',
+           'dense-ft-mined-s{s}+int8-st': 'MiniLM-L6 fine-tuned +int8 per channel'}   # the smaller sibling an mpnet user can adopt instead (issue 54 items 1 and 3)
 
 
 def smaller_peers(domain, seed, dense, speed) -> list[dict]:
     "MiniLM-L6's points as peers of mpnet: Δ vs dense mpnet on the same queries, speed-up = dense mpnet's seconds / theirs in the same speed pass."
     rows, pre = [], prefix('minilm', domain)
-    ref = {k: speed.get(k, {}).get(f'{pre}mpnet-dense-s{seed}') for k in ('batch', 'single')}
+    ref = f'{prefix("mpnet", domain)}dense-s{seed}'   # dense mpnet, timed in the same pass as each MiniLM point
     for form, label in SMALLER.items():
         name = form.format(s=seed)
         c = slim_cell(domain, name, seed)['scores']
         if not c: continue
         r = dict(model='mpnet', domain=domain, seed=seed, point=f'minilm:{name}', label=label, shown=True)
         for k in ('batch', 'single'):
-            mine = speed.get(k, {}).get(pre + name)
-            if mine and ref[k]: r[f'speed-up ({k})'] = round(ref[k]['seconds'] / mine['seconds'], 2)
+            x = ratio_in_one_run(speed.get(k, {}), ref, pre + name)
+            if x: r[f'speed-up ({k})'] = round(x, 2)
         for s in SUITES:
             if s in c and s in dense: r |= {s: round(100 * c[s].values.mean(), 2)} | delta_columns(s, c[s], dense[s])
         rows.append(r)
@@ -100,15 +110,15 @@ def smaller_peers(domain, seed, dense, speed) -> list[dict]:
 def across_sizes(domain, seed, speed) -> list[str]:
     """Markdown rows (issue 54 item 3): each slimmed mpnet point, and mpnet fine-tuned, minus MiniLM-L6 dense and MiniLM-L6
     fine-tuned with the same recovery, paired on the same queries; speed = the MiniLM point's seconds / the mpnet point's, from one speed pass."""
-    pre, rows = prefix('minilm', domain), []
-    for p in sorted(SLIM_OUT.glob(f'{pre}mpnet-slim*-s{seed}.json')) + sorted(SLIM_OUT.glob(f'{pre}mpnet-dense-ft-mined-s{seed}.json')):
-        mine = slim_cell(domain, p.stem.removeprefix(pre), seed)['scores']
+    pre, mpre, rows = prefix('minilm', domain), prefix('mpnet', domain), []
+    for p in sorted(SLIM_OUT.glob(f'{mpre}slim*-s{seed}.json')) + sorted(SLIM_OUT.glob(f'{mpre}dense-ft-mined-s{seed}.json')):
+        mine = slim_cell(domain, 'mpnet-' + p.stem.removeprefix(mpre), seed)['scores']
         for form in ('dense-s{s}', 'dense-ft-mined-s{s}'):
             peer = form.format(s=seed); c = slim_cell(domain, peer, seed)['scores']
             if not (mine and c): continue
             t = {k: speed.get(k, {}) for k in ('batch', 'single')}
-            ratio = ['%.2f' % (t[k][pre + peer]['seconds'] / t[k][p.stem]['seconds']) if p.stem in t[k] and pre + peer in t[k] else '' for k in t]
-            rows.append(f"| {p.stem.removeprefix(pre)} − {SMALLER[form]} | {ratio[0]} | {ratio[1]} | "
+            ratio = ['%.2f' % x if (x := ratio_in_one_run(t[k], pre + peer, p.stem)) else '' for k in t]
+            rows.append(f"| mpnet-{p.stem.removeprefix(mpre)} − {SMALLER[form]} | {ratio[0]} | {ratio[1]} | "
                         + ' | '.join(fmt_delta(delta(mine[k], c[k])) if k in mine and k in c else '' for k in SUITES) + ' |')
     return [f'## Across sizes ({domain}, seed {seed}): mpnet points minus MiniLM-L6 on the same queries', '',
             "speed: the MiniLM point's time / the mpnet point's (above 1: the mpnet point is faster), same speed pass.", '',
@@ -180,7 +190,7 @@ def main():
     df2 = pd.concat([table(m, d, 2, sp) for m, d in PANELS], ignore_index=True) if a.seed == 1 else pd.DataFrame()   # issue 54's second report seed
     for (m, d), g in (df2.groupby(['model', 'domain'], sort=False) if len(df2) else []):
         if len(g) > 1: md += [f'## {m}, {d}, report seed 2 (the points made on it so far)', '', md_table(g[[c for c in show if c in g]]), '']
-    md += across_sizes('finance', a.seed, sp) + probes(0)
+    md += across_sizes('finance', a.seed, sp) + across_sizes('chemistry', a.seed, sp) + probes(0)
     write_text(SLIM_OUT/'summary.md', '\n'.join(md) + '\n')
     figure(df, SLIM_OUT/'frontier.png')
     print('\n'.join(md))

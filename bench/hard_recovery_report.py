@@ -40,8 +40,9 @@ def prune_cell(domain, base, rec, seed) -> dict:
 
 
 def slim_cell(domain, name, seed) -> dict:
-    "The same from a frontier cell (its name without the domain prefix)."
-    p = SLIM_OUT/f"{'' if domain == 'finance' else domain + '-'}{name}.json"
+    "The same from a frontier cell (its name without the domain prefix; mpnet's with its 'mpnet-' prefix)."
+    model, point = ('mpnet-', name[len('mpnet-'):]) if name.startswith('mpnet-') else ('', name)
+    p = SLIM_OUT/f"{model}{'' if domain == 'finance' else domain + '-'}{point}.json"   # bench/frontier.py's `prefix`: model, then domain
     if not p.exists(): return dict(scores={})
     c = json.loads(p.read_text())
     names = dict(hard=f'hard-{domain}', user=f'held-{domain}-s{seed}', general='hard-general')
