@@ -132,11 +132,15 @@ def l3_to(k):
         return dict(layers=k)
     return shape
 
+def is_dense(name) -> bool:
+    "A dense point's name (any model, any domain): 'dense-s1', 'mpnet-chemistry-dense-s1'."
+    return bool(re.fullmatch(r'(mpnet-)?(chemistry-)?dense-s\d+', name))
+
 def int8_point(name, work, base):
     "The ONNX int8 graph of a saved point (a dense point's folder, when its scores were cached before it was saved: the base model)."
     def make():
         from gaprune_nb.onnx_export import ST_INT8, OnnxEncoder, export_onnx
-        dense = re.fullmatch(r'(mpnet-)?(chemistry-)?dense-s\d+', base) and not (work/base).exists()
+        dense = is_dense(base) and not (work/base).exists()
         enc = Encoder.from_pretrained(base_model() if dense else work/base)
         paths = export_onnx(enc, work/name, int8_settings=ST_INT8 if A.int8 == 'st' else None)
         return OnnxEncoder(paths['int8'], enc, threads=1), dict(base=base)
@@ -226,7 +230,6 @@ def speed(work, only='', beside=''):
     import onnxruntime as ort
     torch.set_num_threads(THREADS)
     model_of = lambda k: 'mpnet' if k.startswith('mpnet-') else 'minilm'   # each against its own dense model
-    is_dense = lambda k: re.fullmatch(r'(mpnet-)?(chemistry-)?dense-s\d+', k)
     pts = {p.name: p for p in sorted(work.iterdir()) if p.is_dir()}
     picked = {model_of(k) for k in pts if re.search(only, k) or (beside and re.search(beside, k))}
     shown = {k for k in pts if beside and re.search(beside, k) and not re.search(only, k)}   # timed and printed, not merged

@@ -109,11 +109,13 @@ def smaller_peers(domain, seed, dense, speed) -> list[dict]:
 
 def across_sizes(domain, seed, speed) -> list[str]:
     """Markdown rows (issue 54 item 3): each slimmed mpnet point, and mpnet fine-tuned, minus MiniLM-L6 dense and MiniLM-L6
-    fine-tuned with the same recovery, paired on the same queries; speed = the MiniLM point's seconds / the mpnet point's, from one speed pass."""
+    fine-tuned with the same recovery (mpnet's fine-tuned per-channel int8 graph minus MiniLM-L6's), paired on the same queries; speed = the MiniLM point's seconds / the mpnet point's, from one speed pass."""
     pre, mpre, rows = prefix('minilm', domain), prefix('mpnet', domain), []
-    for p in sorted(SLIM_OUT.glob(f'{mpre}slim*-s{seed}.json')) + sorted(SLIM_OUT.glob(f'{mpre}dense-ft-mined-s{seed}.json')):
+    fp32, int8 = ('dense-s{s}', 'dense-ft-mined-s{s}'), ('dense-ft-mined-s{s}+int8-st',)   # the MiniLM points each mpnet point is set against
+    for p, forms in [(p, fp32) for p in sorted(SLIM_OUT.glob(f'{mpre}slim*-s{seed}.json')) + sorted(SLIM_OUT.glob(f'{mpre}dense-ft-mined-s{seed}.json'))] + \
+                    [(p, int8) for p in sorted(SLIM_OUT.glob(f'{mpre}dense-ft-mined-s{seed}+int8-st.json'))]:   # fine-tuned int8 graphs: against MiniLM's
         mine = slim_cell(domain, 'mpnet-' + p.stem.removeprefix(mpre), seed)['scores']
-        for form in ('dense-s{s}', 'dense-ft-mined-s{s}'):
+        for form in forms:
             peer = form.format(s=seed); c = slim_cell(domain, peer, seed)['scores']
             if not (mine and c): continue
             t = {k: speed.get(k, {}) for k in ('batch', 'single')}
