@@ -439,6 +439,44 @@ DERIVATION = {
 }
 
 
+def write_suite(out: Path, domain, name, queries, corpus, qrels, nq, nc, group, rd: Reader, flt: Filters, before: dict, dropped: dict,
+                meta: dict, license: str, derivation: str, pins: Path, export_raw: Path|None = None,
+                read_note: str = 'every file of this repo listed there is read') -> dict:
+    "Select, write `out/<domain>/<name>` and its slice, and return the suite's MANIFEST entry (files with sha256, sources, counts)."
+    qids, pids, ranked = select(queries, corpus, qrels, nq, nc, group)
+    counts = write_beir(out/domain/name, qids, pids, queries, corpus, qrels)
+    # the slice: the first SLICE_QUERIES queries, their relevant passages and their BM25-hardest kept distractors
+    sq = qids[:SLICE_QUERIES]; kept = set(pids)
+    sp = list(dict.fromkeys(p for q in sq for p in qrels[q]))
+    dis = [p for d in range(200) for r in ranked[:SLICE_QUERIES] if d < len(r) and r[d] in kept for p in [r[d]]]
+    sp += [p for p in dict.fromkeys(dis) if p not in set(sp)][:SLICE_DISTRACTORS]
+    sc = write_beir(out/domain/f'{name}-slice', sq, [p for p in pids if p in set(sp)], queries, corpus, qrels)
+    files = {}
+    for f in sorted((out/domain/name).rglob('*')) + sorted((out/domain/f'{name}-slice').rglob('*')):
+        if f.is_file(): files[str(f.relative_to(out))] = dict(sha256=sha256_hex(f.read_bytes()), bytes=f.stat().st_size)
+    used = sorted(rd.used.items())
+    by_repo = collections.defaultdict(dict)
+    for (repo, path), blob in used: by_repo[repo][path] = blob
+    entry = dict(
+        domain=domain, name=name, path=f'{domain}/{name}', slice=f'{domain}/{name}-slice', counts=counts, slice_counts=sc,
+        candidates_before_filters=before, candidates_after_filters=dict(queries=len(queries), corpus=len(corpus)),
+        dropped=dict(holdout_queries=dropped.get('holdout_queries', 0), holdout_passages=dropped.get('holdout_passages', 0),
+                     triplet_queries=dropped.get('triplet_queries', 0), triplet_passages=dropped.get('triplet_passages', 0),
+                     **{k: v for k, v in sorted(dropped.items()) if not k.startswith(('holdout', 'triplet'))}),
+        triplet_files=flt.files, build_notes=meta, license=license, derivation=derivation,
+        sources=[dict(repo=r, commit=COMMITS[r], files=len(p), **({'paths': [dict(path=k, git_blob_sha1=v) for k, v in p.items()]} if len(p) <= 10 else
+                      {'paths': f'tools/{pins.name} lists each path and git blob SHA-1 ({read_note})',
+                       'pins_sha256': sha256_hex(pins.read_bytes())}))
+                 for r, p in by_repo.items()],
+        files=files)
+    print(f"{domain}/{name}: {counts} (slice {sc}); dropped {entry['dropped']}; notes {meta}", file=sys.stderr)
+    if export_raw:
+        for (repo, path), _ in used:
+            dst = export_raw/repo.replace('/', '+')/path; dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(rd.get(repo, path))
+    return entry
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--mirror', type=Path, help='folder of bare git mirrors <owner>+<name>/repo')
@@ -480,39 +518,12 @@ def main(argv=None):
         before = dict(queries=len(queries), corpus=len(corpus))
         flt = Filters(a.data, domain)
         queries, corpus, qrels, dropped = apply_filters(queries, corpus, qrels, flt)
-        qids, pids, ranked = select(queries, corpus, qrels, nq, nc, group)
-        folder = a.out/domain/name
-        counts = write_beir(folder, qids, pids, queries, corpus, qrels)
-        # the slice: the first SLICE_QUERIES queries, their relevant passages and their BM25-hardest kept distractors
-        sq = qids[:SLICE_QUERIES]; kept = set(pids)
-        sp = list(dict.fromkeys(p for q in sq for p in qrels[q]))
-        dis = [p for d in range(200) for r in ranked[:SLICE_QUERIES] if d < len(r) and r[d] in kept for p in [r[d]]]
-        sp += [p for p in dict.fromkeys(dis) if p not in set(sp)][:SLICE_DISTRACTORS]
-        sc = write_beir(a.out/domain/f'{name}-slice', sq, [p for p in pids if p in set(sp)], queries, corpus, qrels)
-        files = {}
-        for f in sorted((a.out/domain/name).rglob('*')) + sorted((a.out/domain/f'{name}-slice').rglob('*')):
-            if f.is_file(): files[str(f.relative_to(a.out))] = dict(sha256=sha256_hex(f.read_bytes()), bytes=f.stat().st_size)
-        used = sorted(rd.used.items())
-        by_repo = collections.defaultdict(dict)
-        for (repo, path), blob in used: by_repo[repo][path] = blob
-        manifest['suites'].append(dict(
-            domain=domain, name=name, path=f'{domain}/{name}', slice=f'{domain}/{name}-slice', counts=counts, slice_counts=sc,
-            candidates_before_filters=before, candidates_after_filters=dict(queries=len(queries), corpus=len(corpus)),
-            dropped=dict(holdout_queries=dropped.get('holdout_queries', 0), holdout_passages=dropped.get('holdout_passages', 0),
-                         triplet_queries=dropped.get('triplet_queries', 0), triplet_passages=dropped.get('triplet_passages', 0),
-                         **{k: v for k, v in sorted(dropped.items()) if not k.startswith(('holdout', 'triplet'))}),
-            triplet_files=flt.files, build_notes=meta, license=LICENSES[domain], derivation=DERIVATION[domain],
-            sources=[dict(repo=r, commit=COMMITS[r], files=len(p), **({'paths': [dict(path=k, git_blob_sha1=v) for k, v in p.items()]} if len(p) <= 10 else
-                          {'paths': 'tools/hard_suite_pins.tsv lists each path and git blob SHA-1 (every file of this repo listed there is read)',
-                           'pins_sha256': sha256_hex(PINS.read_bytes())}))
-                     for r, p in by_repo.items()],
-            files=files))
-        print(f"{domain}/{name}: {counts} (slice {sc}); dropped {manifest['suites'][-1]['dropped']}; notes {meta}", file=sys.stderr)
-        if a.export_raw:
-            for (repo, path), _ in used:
-                dst = a.export_raw/repo.replace('/', '+')/path; dst.parent.mkdir(parents=True, exist_ok=True)
-                dst.write_bytes(rd.get(repo, path))
-    (a.out/'MANIFEST.json').write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + '\n', encoding='utf-8')
+        manifest['suites'].append(write_suite(a.out, domain, name, queries, corpus, qrels, nq, nc, group, rd, flt, before, dropped, meta,
+                                              LICENSES[domain], DERIVATION[domain], PINS, a.export_raw))
+    mf = a.out/'MANIFEST.json'
+    if mf.exists():   # suites another builder wrote (tools/hard_filings.py) stay, after this builder's
+        manifest['suites'] += [x for x in json.loads(mf.read_text(encoding='utf-8'))['suites'] if x.get('generator')]
+    mf.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + '\n', encoding='utf-8')
 
 
 if __name__ == '__main__':
