@@ -117,5 +117,7 @@ fi
 exp frontier nbs/18_exp_frontier.ipynb   # faster on CPU: slim --speedup at several targets, fp32 and int8, vs dense, its int8 graph, L3Prune, neuron magnitude, model2vec (results/frontier/)
 if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" hard "* ]]; then   # issue 52: the hard suites' proof (seeds 1, 2), the seed-0 selection and agreement; resumable (results/hard/)
   OMP_NUM_THREADS=1 .venv/bin/python bench/hard_sensitivity.py --seeds 1 2 && OMP_NUM_THREADS=1 .venv/bin/python bench/hard_select.py
+  OMP_NUM_THREADS=1 .venv/bin/python bench/hard_sensitivity.py --seeds 1 2 --domains finance --extra sparsegpt && OMP_NUM_THREADS=1 .venv/bin/python bench/hard_sensitivity.py --report-only   # SparseGPT on both finance suites
+  OMP_NUM_THREADS=2 .venv/bin/python bench/filings_points.py --threads 2   # the hard frontier's saved MiniLM points (and mpnet's dense int8 graph) on the filings suite
 fi
 exp hard nbs/09c_worst.ipynb   # what the default loses on the hard finance suite, query by query (reads results/hard/)
