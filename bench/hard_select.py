@@ -6,7 +6,9 @@ dense MiniLM-L6 over the two target-domain hard suites (finance, chemistry) at s
 domain with `gaprune run`'s defaults at 50% of the MLP weights. A method must also not lose more than 2 points more
 than the current default (wanda-row) on the general hard suite; if the best is within 0.5 points of wanda-row on the
 domain mean, wanda-row stays (a change must be worth the user's trouble). The choice is then reported on seeds 1 and 2
-by `bench/hard_sensitivity.py`, never on seed 0.
+by `bench/hard_sensitivity.py`, never on seed 0. A second finance hard suite (10-K filings, `tools/hard_filings.py`) was
+added on 2026-11-29, after the rule: every model is scored on both finance suites, and the report gives the rule's
+decision once with each in the finance place.
 
 Models (seed 0): dense MiniLM-L6, magnitude (no data), and for finance and chemistry each of wanda-row, obd-kfac,
 sparsegpt, gaprune-paper (GAPrune's DAI). Suites: the three hard suites and the bundled dev suites of finance,
