@@ -56,10 +56,10 @@ def main():
             t = time.perf_counter(); sc = dev_scores(encoder(p, a.work, a.threads), [task], batch_size=32)
             save_scores(f, sc, point=p, seconds_eval=round(time.perf_counter() - t, 1), threads=a.threads)
             print(f'{p}: nDCG@10 {100 * sc[SUITE].values.mean():.2f}', file=sys.stderr, flush=True)
-    ref = {'MiniLM-L6 dense': CELLS/'minilm-dense'/f'{SUITE}.json', 'mpnet-base dense': CELLS/'mpnet-dense'/f'{SUITE}.json'}
-    got = {k: load_scores(f) for k, f in ref.items() if f.exists()}
-    got |= {p: load_scores(OUT/f'{p}.json') for p in POINTS if (OUT/f'{p}.json').exists()}
-    if 'dense+int8-st-s1' in got: ref['dense+int8-st-s1'] = None   # MiniLM's int8 graph: the small sibling at its fastest
+    files = {'MiniLM-L6 dense': CELLS/'minilm-dense'/f'{SUITE}.json', 'mpnet-base dense': CELLS/'mpnet-dense'/f'{SUITE}.json'} | \
+            {p: OUT/f'{p}.json' for p in POINTS}
+    got = {k: load_scores(f) for k, f in files.items() if f.exists()}
+    ref = ('MiniLM-L6 dense', 'mpnet-base dense', 'dense+int8-st-s1')   # each point against these (MiniLM's int8 graph: the small sibling at its fastest)
     rows = []
     for p, sc in got.items():
         row = {'point': p, 'nDCG@10': round(100 * sc[SUITE].values.mean(), 2)}

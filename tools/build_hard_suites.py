@@ -91,9 +91,10 @@ class Reader:
     def text(self, repo, path): return self.get(repo, path).decode('utf-8')
 
 
-def read_pins() -> dict:
+def read_pins(path: Path = PINS) -> dict:
+    "(repo, path) -> git blob SHA-1 from a pin file, each repo's commit checked against `COMMITS`."
     pins = {}
-    for line in PINS.read_text().splitlines():
+    for line in path.read_text().splitlines():
         if line and not line.startswith('#'):
             repo, commit, path, blob = line.split('\t')
             if COMMITS[repo] != commit: raise SystemExit(f"pin file: {repo} at {commit}, the script reads {COMMITS[repo]}")

@@ -98,10 +98,6 @@ def pin(mirror: Path):
     print(f'pinned {len(rows)} files in {PINS}')
 
 
-def pins() -> dict:
-    return {(r, p): b for r, c, p, b in (l.split('\t') for l in PINS.read_text().splitlines() if l and not l.startswith('#'))}
-
-
 def clean_lines(page: str) -> list:
     return [l for l in (' '.join(x.split()) for x in page.splitlines()) if l]
 
@@ -201,7 +197,7 @@ def main(argv=None):
     import pymupdf
     from gaprune_nb.fixtures import minilm_path
     B.COMMITS[REPO] = COMMIT
-    rd = B.Reader(pins(), mirror=a.mirror)
+    rd = B.Reader(B.read_pins(PINS), mirror=a.mirror)
     tok_json = minilm_path()/'tokenizer.json'
     queries, corpus, qrels, meta = build(rd, B.Counter_(tok_json), a.pages)
     meta['pymupdf'] = pymupdf.VersionBind
