@@ -28,6 +28,12 @@ report it against today's recovery, against no recovery, and against the dense p
 Texts only (written before the tsdae cells ran, 2026-11-28): the same rule among the recoveries a texts-only user can
 run (distill, tsdae, distill+tsdae) on the pruned model picks the default for texts; seed 1 reports it against distill.
 
+A second finance hard suite (`finance.filing_statements`, 10-K statement pages, 2026-11-29; rule written before any cell
+was scored on it): every cell is scored on each hard suite of its domain, and the domain mean Δ of the rule is the mean
+over the domain's hard suites and the user split, each weighted equally. The models of the earlier cells were gone: a
+cell lacking a suite is trained again from the same seeds, and before its new suites count, the remade model's user-split
+scores are compared with the stored ones (`remade` in each new suite's file: the largest per-query difference).
+
 Run: OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=<data> TOKENIZERS_PARALLELISM=false \
      nice -n 5 python bench/hard_recovery.py [--domain finance] [--seeds 0] [--cells REGEX] [--report-only]
 """
@@ -63,6 +69,16 @@ def cfg_of(domain: str, seed: int) -> RunConfig:
 
 def suites_of(domain: str) -> dict:
     return {t.name: t for t in hard_suite(domain) + hard_suite('general')} | {f'user.{domain}': None}
+
+
+def remade_check(enc, held, cell: str, domain: str) -> dict:
+    "A model trained again for a cell scored before: its user-split nDCG@10 per query against the stored one."
+    f = OUT/cell/f'user.{domain}.json'
+    if not f.exists(): return {}
+    then, now = load_scores(f)[f'user.{domain}'].values, domain_scores(enc, held)['nDCG@10'].values
+    d = dict(user_split_then=round(100 * then.mean(), 2), user_split_now=round(100 * now.mean(), 2), max_abs_diff=round(float(np.abs(then - now).max()), 4))
+    print(f'{time.strftime("%H:%M:%S")} {cell} remade: user split {d}', file=sys.stderr, flush=True)
+    return dict(remade=d)
 
 
 def score(enc, suites: dict, held, cell: str, **info):
@@ -117,6 +133,7 @@ def make_cell(base: str, rec: str, domain: str, seed: int, work: Path):
         return score(Encoder.from_pretrained(work/cell), suites, data.held.data, cell, **json.loads((work/cell/'cell.json').read_text()))
     enc, mask = base_model(base, domain, seed, work)
     info = dict(base=base, recovery=rec, domain=domain, seed=seed, steps=STEPS if rec != 'none' else 0)
+    if rec == 'none': info |= remade_check(enc, data.held.data, cell, domain)
     if rec != 'none':
         loss = {'contrastive': 'contrastive', 'mined': 'contrastive', 'distill': 'distill', 'distill+mined': 'distill+contrastive', 'tsdae': 'tsdae', 'distill+tsdae': 'distill+tsdae'}[rec]
         rc = RetrainConfig(seed=seed + 1, loss=loss, progress=False)
@@ -133,6 +150,7 @@ def make_cell(base: str, rec: str, domain: str, seed: int, work: Path):
         info |= dict(seconds_train=round(time.perf_counter() - t, 1), seconds_teacher=round(t_teacher, 1), mining=mine_info,
                      retrain=dict(method=rc.method, lr=rc.lr, batch_size=rc.batch_size, loss=loss))
         print(f'{time.strftime("%H:%M:%S")} {cell}: trained in {info["seconds_train"]} s', file=sys.stderr, flush=True)
+        info |= remade_check(enc, data.held.data, cell, domain)   # {} for a new cell
         enc.save_pretrained(work/cell)   # kept: a suite added later is scored without training again
         (work/cell/'cell.json').write_text(json.dumps(info, default=str))
     score(enc, suites, data.held.data, cell, **info)
