@@ -96,19 +96,23 @@ class Suites:
                 d, s = rest.rsplit('-s', 1)
                 self.made[name] = held_rows(d, int(s), self.root)[1].data
         return self.made[name]
+    def missing(self, name, have:dict) -> list:
+        "The tasks of suite `name` a cell's scores `have` lack: a hard suite gains a task when bench/hard gains a suite of its domain."
+        return [t for t in self.get(name) if t.name not in have] if name.startswith('hard-') else []
     def score(self, enc, name) -> dict[str, TaskScores]:
         return domain_scores(enc, self.get(name), 'triplets') if name.startswith('held-') else dev_scores(enc, self.get(name))
 
 def evaluate(name:str, make, suites:list[str], S:Suites, out=OUT, **info):
     "Score the model `make()` returns on the suites `name` lacks; save after each suite (in `out`, this experiment's folder by default)."
     cell = read_cell(name, out)
-    todo = [s for s in suites if s not in cell['scores']]
+    todo = {s: S.missing(s, cell['scores'][s]) if s in cell['scores'] else None for s in suites}
+    todo = {s: m for s, m in todo.items() if m != []}   # None: the whole suite; a list: the tasks added to it since (hard suites)
     if not todo: return
     t = time.perf_counter(); enc, more = make()
     cell.update(info, **more, threads=torch.get_num_threads()); cell.setdefault('seconds_make', round(time.perf_counter() - t, 1))  # a resumed cell keeps its first
-    for s in todo:
+    for s, tasks in todo.items():
         t = time.perf_counter()
-        cell['scores'][s] = _json_scores(S.score(enc, s))
+        cell['scores'][s] = _json_scores(S.score(enc, s)) if tasks is None else cell['scores'][s] | _json_scores(dev_scores(enc, tasks))
         cell.setdefault('seconds_eval', {})[s] = round(time.perf_counter() - t, 1)
         write_text(cell_path(name, out), json.dumps(cell, default=str))
         print(f'{name}: {s} saved ({cell["seconds_eval"][s]} s)', file=sys.stderr, flush=True)

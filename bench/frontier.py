@@ -66,7 +66,7 @@ from gaprune_nb.methods import importance
 from gaprune_nb.options import SPEED_AT, SPEED_OF, SlimConfig
 from gaprune_nb.slim_pipeline import slim_run
 from gaprune_nb.slimming import neuron_scores
-from gaprune_nb.speed import allocator, encode_times, pair_speedup, slim_to_speedup
+from gaprune_nb.speed import allocator, apply_plan, encode_times, pair_speedup, slim_to_speedup, unit_scores
 
 OUT = Path(__file__).resolve().parents[1]/'results'/'frontier'
 DOMAIN_SUITES = {'finance': lambda seed: [f'held-finance-s{seed}', 'fin-long'], 'chemistry': lambda seed: [f'held-chemistry-s{seed}', 'dev-chemistry']}
@@ -158,18 +158,50 @@ def saved(name, work):
     if not read_cell(name, OUT).get('scores') or not (work/name/'config.json').exists() or 'int8' in name or 'm2v' in name: return None
     return lambda: (Encoder.from_pretrained(work/name), {})
 
-def remake(name, mk, work, suite, S) -> bool:
-    """`--remake`: a point scored before whose folder is gone (a derived int8 point needs it) is made again and saved, not
-    scored again; its score on `suite` (the user split) is compared with the cached one, to show it is the model scored."""
+def rebuilt(name, work, seed):
+    """A point planned by timing (`slim --speedup`, neuron magnitude to a speed) made again without timing: in each layer the
+    units its cell recorded as kept (MLP widths, heads, dropped sub-layers) are the best of that layer by the ranking it was
+    planned with (slim's unit importance on its calibration texts, or weight magnitude): a plan removes units least important
+    first across layers, so within a layer it keeps the best. Then the same recovery. Timing a plan again would plan anew
+    (other work on the machine moves it); `remake`'s user-split check shows the result is the model scored."""
+    rep, mag = read_cell(name, OUT)['report'], bool(re.search(r'(^|-)mag\d', name))
+    cfg = rep['config']
+    if not mag and cfg.get('rank') != 'importance': raise SystemExit(f'{name}: planned with rank {cfg.get("rank")!r}; only importance plans are rebuilt from their widths')
+    want = {('mlp', i): 0 if i in rep['dropped']['mlp'] else w for i, w in enumerate(rep['widths'])} | \
+           {('attn', i): 0 if i in rep['dropped']['attn'] else h for i, h in enumerate(rep['heads'])}   # None: every unit kept
+    def shape(enc):
+        if mag: sc = {('mlp', i): v for i, v in neuron_scores(enc, importance('magnitude', enc)).items()}
+        else:
+            from gaprune_nb.slim_pipeline import _calib_texts, slim_data
+            c = slim_cfg(seed); data = slim_data(c)
+            sc = unit_scores(enc, _calib_texts(c, data, data.domain.data.shuffle(seed=seed)), show_progress=False)
+        keep = {}
+        for key, v in sc.items():
+            n = len(v); k = n if want.get(key) is None else want[key]
+            m = torch.ones(n, dtype=torch.bool); m[sorted(range(n), key=lambda j: (float(v[j]), j))[:n - k]] = False   # the plan's order: least first, ties by index
+            keep[key] = m
+        apply_plan(enc, keep)
+        return dict(rebuilt=dict(widths=rep['widths'], heads=rep['heads'], dropped=rep['dropped']))
+    return lambda n: recovered(n, work, seed, shape, **(dict(finetune='none') if cfg.get('finetune') == 'none' else dict(recovery=cfg.get('recovery'))))
+
+def remake(name, mk, work, suite, S, seed) -> bool:
+    """`--remake`: a point scored before whose folder is gone (a derived int8 point needs it; a suite gained a task) is made
+    again and saved; its score on `suite` (the user split) is compared with the cached one, to show it is the model scored.
+    A point planned by timing is rebuilt from the units it kept (`rebuilt`)."""
     c = read_cell(name, OUT)
-    if not c.get('scores') or (work/name/'config.json').exists() or 'int8' in name or 'm2v' in name: return False
+    if not c.get('scores') or (work/name/'config.json').exists() or (work/name/'model.safetensors').exists() or 'int8' in name: return False
     from domain import _json_scores
-    enc, _ = mk(name)()
+    planned = bool((c.get('report') or {}).get('speed_plan')) or 'tries' in (c.get('structure') or {})
+    enc, _ = (rebuilt(name, work, seed) if planned else mk)(name)()
     values = lambda sc: next(iter(sc.values()))['values']   # a cell's suite holds {task: scores}
     was, now = values(c['scores'][suite]), values(_json_scores(S.score(enc, suite)))
     diff = max(abs(x - y) for x, y in zip(was, now)) if len(was) == len(now) else float('inf')
     print(f'{name}: made again and saved; {suite} per-query nDCG@10 differs from the cached scores by at most {diff:.2g}', file=sys.stderr, flush=True)
     if diff > 1e-4: raise SystemExit(f'{name}: the re-made model is not the one scored ({suite} differs by {diff:.2g}); delete its cell to score it anew')
+    from domain import cell_path
+    from gaprune_nb.store import write_text
+    c = read_cell(name, OUT); c['remade'] = dict(how='rebuilt from its recorded units' if planned else 'made again', check=suite, max_abs_diff=diff, on=time.strftime('%Y-%m-%d'))
+    write_text(cell_path(name, OUT), json.dumps(c, default=str))   # the suites scored after this come from the remade model
     return True
 
 def grid(a, S, work, todo):
@@ -215,7 +247,10 @@ def grid(a, S, work, todo):
         i8 = INT8[A.int8]
         for name, mk in ((prefix() + k, v) for k, v in pts.items()):
             if not todo(name): continue
-            if a.remake and remake(name, mk, work, SUITES(seed)[0], S): continue
+            if a.remake: remake(name, mk, work, SUITES(seed)[0], S, seed)   # then scored on what it lacks, from the saved folder
+            elif (c := read_cell(name, OUT)).get('scores') and not saved(name, work) and 'int8' not in name and 'm2v' not in name \
+                    and any(x not in c['scores'] or S.missing(x, c['scores'][x]) for x in SUITES(seed)):   # making it anew would plan anew
+                print(f'{name}: its folder is gone and it lacks a task; --remake makes it again (checked) first', file=sys.stderr); continue
             if name.endswith(i8) and not (work/name[:-len(i8)]).exists(): print(f'{name}: {name[:-len(i8)]} not made yet', file=sys.stderr); continue
             t = time.perf_counter()
             evaluate(name, saved(name, work) or mk(name), SUITES(seed), S, out=OUT, seed=seed)

@@ -23,7 +23,7 @@ from gaprune_nb.store import write_text   # noqa: E402
 
 PANELS = (('minilm', 'finance'), ('minilm', 'chemistry'), ('mpnet', 'finance'), ('mpnet', 'chemistry'))   # (model, domain) with their cell prefixes below
 NAMES = {'minilm': 'MiniLM-L6', 'mpnet': 'mpnet-base'}
-LABEL = {'hard': 'domain hard suite', 'user': 'user split (held-out rows)', 'general': 'general hard suite'}
+LABEL = {'hard': 'domain hard suite', 'filings': 'finance 10-K filings suite', 'user': 'user split (held-out rows)', 'general': 'general hard suite'}
 
 
 def prefix(model, domain) -> str:
@@ -124,7 +124,7 @@ def across_sizes(domain, seed, speed) -> list[str]:
                         + ' | '.join(fmt_delta(delta(mine[k], c[k])) if k in mine and k in c else '' for k in SUITES) + ' |')
     return [f'## Across sizes ({domain}, seed {seed}): mpnet points minus MiniLM-L6 on the same queries', '',
             "speed: the MiniLM point's time / the mpnet point's (above 1: the mpnet point is faster), same speed pass.", '',
-            '| comparison | speed (batch) | speed (single) | Δ hard | Δ user | Δ general |', '|---|---|---|---|---|---|'] + rows + [''] if rows else []
+            '| comparison | speed (batch) | speed (single) | ' + ' | '.join(f'Δ {k}' for k in SUITES) + ' |', '|---|---|---|' + '---|' * len(SUITES)] + rows + [''] if rows else []
 
 
 def place(ax, labels):
@@ -138,12 +138,13 @@ def figure(df: pd.DataFrame, path: Path):
     import matplotlib; matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     groups = [(m, d) for m, d in PANELS if ((df.model == m) & (df.domain == d) & df.shown & df['speed-up (batch)'].notna()).any()]
-    fig, axes = plt.subplots(len(groups), 3, figsize=(13, 4.2 * len(groups)), squeeze=False)
+    cols = [s for s in SUITES if f'd_{s}' in df and df[f'd_{s}'].notna().any()]   # filings: finance's points scored on it so far
+    fig, axes = plt.subplots(len(groups), len(cols), figsize=(4.4 * len(cols), 4.2 * len(groups)), squeeze=False)
     for row, (m, d) in zip(axes, groups):
         g = df[(df.model == m) & (df.domain == d) & df.shown & df['speed-up (batch)'].notna()]
         g = g[~g.point.isin({p.replace('+int8-st', '+int8-eager') for p in g.point if '+int8-st' in p})]   # a per-tensor graph with a per-channel twin: the table has both, the figure the graph `--export onnx-int8` writes
-        for ax, s in zip(row, SUITES):
-            if f'd_{s}' not in g: continue
+        for ax, s in zip(row, cols):
+            if not g[f'd_{s}'].notna().any(): ax.axis('off'); ax.text(0.5, 0.5, f'{LABEL[s]}:\nnot scored for {NAMES[m]}, {d}', ha='center', va='center', fontsize=9); continue
             labels = []
             for _, r in g.dropna(subset=[f'd_{s}']).iterrows():
                 pkg = r.point.startswith(('slim', 'mag', 'l3'))   # MiniLM's points on mpnet's row: peers (blue)
@@ -171,8 +172,8 @@ def probes(seed=0) -> list[str]:
     rows = []
     for what, form in PROBES.items():
         c = slim_cell('finance', form.format(s=seed), seed)['scores']
-        if c and base: rows.append(f"| {what} | " + ' | '.join(fmt_delta(delta(c[k], base[k])) for k in SUITES) + ' |')
-    return [f'## Probes, seed {seed}: each minus `slim --speedup 2` + mined on the same seed', '', '| probe | Δ hard | Δ user | Δ general |', '|---|---|---|---|'] + rows + [''] if rows else []
+        if c and base: rows.append(f"| {what} | " + ' | '.join(fmt_delta(delta(c[k], base[k])) if k in c and k in base else '' for k in SUITES) + ' |')
+    return [f'## Probes, seed {seed}: each minus `slim --speedup 2` + mined on the same seed', '', '| probe | ' + ' | '.join(f'Δ {k}' for k in SUITES) + ' |', '|---|' + '---|' * len(SUITES)] + rows + [''] if rows else []
 
 
 def main():
@@ -182,10 +183,10 @@ def main():
     sp = speeds()
     df = pd.concat([table(m, d, a.seed, sp) for m, d in PANELS], ignore_index=True)
     write_text(SLIM_OUT/'summary.csv', df.to_csv(index=False))
-    show = [c for c in ['point', 'speed-up (batch)', 'speed-up (single)', 'Δ hard', 'Δ user', 'Δ general', 'hard', 'user', 'general'] if c in df.columns]
+    show = [c for c in ['point', 'speed-up (batch)', 'speed-up (single)', 'Δ hard', 'Δ filings', 'Δ user', 'Δ general', 'hard', 'filings', 'user', 'general'] if c in df.columns]
     md = [f'# The frontier on the hard suites, seed {a.seed} (nDCG@10 × 100; Δ vs the dense model of the same seed, paired-bootstrap 95% intervals)', '',
           'Written by `bench/hard_frontier_report.py` from `bench/frontier.py --hard` (the speed passes: `speed.txt`; mpnet\'s points with MiniLM\'s peers, `speed_mpnet.txt`). hard: the domain\'s hard suite; '
-          'user: the held-out 10% of its bundled rows; general: the general hard suite. Recovery: 100 steps of `mined` (the default for triplets) '
+          'filings: finance\'s second hard suite (10-K statement pages; the points scored on it so far); user: the held-out 10% of its bundled rows; general: the general hard suite. Recovery: 100 steps of `mined` (the default for triplets) '
           'unless the name says otherwise; `-none-s1` is a structure before any recovery; `+int8-eager` the point\'s per-tensor int8 graph, `+int8-st` its per-channel one (`onnx_export.ST_INT8`, what `gaprune slim --export onnx-int8` writes).', '']
     for (m, d), g in df.groupby(['model', 'domain'], sort=False):
         md += [f'## {m}, {d}', '', md_table(g[show]), '']

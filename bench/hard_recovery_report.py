@@ -48,11 +48,12 @@ def slim_cell(domain, name, seed) -> dict:
     p = SLIM_OUT/f"{model}{'' if domain == 'finance' else domain + '-'}{point}.json"   # bench/frontier.py's `prefix`: model, then domain
     if not p.exists(): return dict(scores={})
     c = json.loads(p.read_text())
-    names = dict(hard=f'hard-{domain}', user=f'held-{domain}-s{seed}', general='hard-general')
+    names = {k: (f'hard-{domain}', task) for k, task in HARD[domain].items()} | dict(user=(f'held-{domain}-s{seed}', None), general=('hard-general', None))
     got = {}
-    for k, v in names.items():
-        sc = c['scores'].get(v)
-        if sc: t = next(iter(sc.values())); got[k] = TaskScores(k, t['type'], np.array(t['values']))
+    for k, (v, task) in names.items():   # a suite's tasks by name (a hard suite: one per bench/hard suite of the domain), or its first
+        sc = c['scores'].get(v) or {}
+        t = sc.get(task) if task else next(iter(sc.values()), None)
+        if t: got[k] = TaskScores(k, t['type'], np.array(t['values']))
     rep = (c.get('report') or {}).get('timings') or {}
     ft = next((v for k, v in rep.items() if k.startswith('fine-tune')), None)
     mine = next((v for k, v in rep.items() if k.startswith('mine hard negatives')), None)
