@@ -102,7 +102,8 @@ def choose(df: pd.DataFrame, kind: str, among: tuple|None = None):
     cell of this kind was scored on (slim's cells have no filings scores); a cell lacking one of them is not a candidate."""
     d = df[(df.seed == SELECT_SEED) & (df.kind == kind) & df.model.str.contains('wanda|slim 2x') & ~df.model.str.contains(r'\+ none')].copy()
     if among: d = d[d.model.isin([f'wanda-row 50% + {r} (LoRA)' for r in among])]
-    dom = [f'd_{s}' for s in ('hard', 'filings', 'user') if f'd_{s}' in d.columns and d[f'd_{s}'].notna().any()]
+    dom = [f'd_{s}' for s in ('hard', 'filings', 'user') if f'd_{s}' in d.columns and (d[f'd_{s}'].notna().all() if among else d[f'd_{s}'].notna().any())]
+    # `among` (texts only): the suites every candidate was scored on (its TSDAE cells were not scored on filings)
     need = dom + ['d_general']
     if not {'d_hard', 'd_user', 'd_general'} <= set(need): return None, 'no complete cell yet'
     d = d.dropna(subset=need)
