@@ -78,6 +78,7 @@ def remade_check(enc, held, cell: str, domain: str) -> dict:
     then, now = load_scores(f)[f'user.{domain}'].values, domain_scores(enc, held)['nDCG@10'].values
     d = dict(user_split_then=round(100 * then.mean(), 2), user_split_now=round(100 * now.mean(), 2), max_abs_diff=round(float(np.abs(then - now).max()), 4))
     print(f'{time.strftime("%H:%M:%S")} {cell} remade: user split {d}', file=sys.stderr, flush=True)
+    if d['max_abs_diff'] > 1e-4: raise SystemExit(f'{cell}: the remade model is not the one scored (user split differs by {d["max_abs_diff"]}); delete its folder in results to score it anew')   # as frontier.remake
     return dict(remade=d)
 
 

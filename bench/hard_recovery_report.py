@@ -24,7 +24,7 @@ from gaprune_nb.store import write_text   # noqa: E402
 
 SLIM_OUT = PRUNE_OUT.parent/'hard_frontier'
 HARD = {'finance': {'hard': 'finance.finqa_statements', 'filings': 'finance.filing_statements'}, 'chemistry': {'hard': 'chemistry.chemprot_relations'}}
-SUITES = ('hard', 'filings', 'user', 'general')   # filings: finance's second hard suite (10-K statement pages); slim cells lack it
+SUITES = ('hard', 'filings', 'user', 'general')   # filings: finance's second hard suite (10-K statement pages)
 SELECT_SEED, N_BOOT, FLOOR, TIE = 0, 2000, -2.0, 0.5
 
 
@@ -99,7 +99,7 @@ def table(domain, seeds) -> pd.DataFrame:
 def choose(df: pd.DataFrame, kind: str, among: tuple|None = None):
     """The rule (bench/hard_recovery.py): on the selection seed, the best mean Δ over the domain's hard suites and the user
     split among general Δ >= -2; within 0.5, the cheaper (`among`: only these recoveries). The hard suites are those any
-    cell of this kind was scored on (slim's cells have no filings scores); a cell lacking one of them is not a candidate."""
+    cell of this kind was scored on; a cell lacking one of them is not a candidate."""
     d = df[(df.seed == SELECT_SEED) & (df.kind == kind) & df.model.str.contains('wanda|slim 2x') & ~df.model.str.contains(r'\+ none')].copy()
     if among: d = d[d.model.isin([f'wanda-row 50% + {r} (LoRA)' for r in among])]
     dom = [f'd_{s}' for s in ('hard', 'filings', 'user') if f'd_{s}' in d.columns and (d[f'd_{s}'].notna().all() if among else d[f'd_{s}'].notna().any())]
@@ -132,7 +132,7 @@ def main():
                         'Δ hard vs contrastive', 'Δ filings vs contrastive', 'Δ user vs contrastive', 'Δ general vs contrastive', 'cpu_s', 'remade_max_diff'] if c in df.columns]
     md = [f'# Recovery on the hard suites: {a.domain} (MiniLM-L6; nDCG@10 × 100, paired-bootstrap 95% intervals)', '',
           'Written by `bench/hard_recovery_report.py`. hard: the hard suite of the domain (finance: FinQA statements); filings: '
-          'finance\'s second hard suite (10-K statement pages, `tools/hard_filings.py`; prune cells only); user: the held-out 10% of its bundled '
+          'finance\'s second hard suite (10-K statement pages, `tools/hard_filings.py`; seed 0 and the cells made since); user: the held-out 10% of its bundled '
           'rows; general: the general hard suite. prune: wanda-row 50% then 100 LoRA steps (mask kept); slim: one `--speedup 2` '
           'structure per seed, then 100 full fine-tuning steps. cpu_s: seconds of the recovery on one thread (training, plus the mining '
           'and the teacher\'s embeddings where it has them; slim cells made before timings were kept: the whole making). '
