@@ -13,9 +13,8 @@ from .store import sha256_file
 
 # %% auto #0
 __all__ = ['SCOPES', 'POOLINGS', 'DOMAINS', 'CANONICAL', 'IN_MEMORY', 'SPEED_AT', 'SPEED_OF', 'RECOVERIES', 'LOSS_OF',
-           'TEXT_RECOVERIES', 'RECOVERY_BY_SHAPE', 'PRUNE_RECOVERY_BY_SHAPE', 'check_sparsity', 'check_scope',
-           'check_device', 'check_domain', 'check_columns', 'parse_columns', 'verify_sources', 'ModelConfig',
-           'parse_limit', 'SlimConfig', 'RunConfig']
+           'TEXT_RECOVERIES', 'RECOVERY_BY_SHAPE', 'check_sparsity', 'check_scope', 'check_device', 'check_domain',
+           'check_columns', 'parse_columns', 'verify_sources', 'ModelConfig', 'parse_limit', 'SlimConfig', 'RunConfig']
 
 # %% ../nbs/00b_options.ipynb #eb437b8c
 def check_sparsity(sparsity,                # The share of weights to prune
@@ -163,8 +162,7 @@ SPEED_OF = ('pytorch', 'onnx-int8', 'onnx-int8-tensor')  # whose speed it is: th
 RECOVERIES = ('contrastive', 'mined', 'distill', 'distill+contrastive', 'distill+mined', 'tsdae', 'distill+tsdae')  # the recovery after compression (`08_retraining`): 'mined' is contrastive with each negative mined by the dense model from the domain's own documents (`08a_mining`); 'tsdae' rebuilds the domain's texts from the embeddings of damaged copies (`08b_tsdae`)
 LOSS_OF = {r: r.replace('mined', 'contrastive') for r in RECOVERIES}  # the training loss of each recovery
 TEXT_RECOVERIES = tuple(r for r in RECOVERIES if 'contrastive' not in LOSS_OF[r])  # the recoveries that train on texts alone (no query, no pair)
-RECOVERY_BY_SHAPE = {'texts': 'distill', 'pairs': 'mined', 'triplets': 'mined'}  # `slim`'s recovery None: what each shape allows and the hard suites chose (bench/hard_recovery.py's rule on seed 0: results/hard_recovery; texts: 17_exp_your_domain)
-PRUNE_RECOVERY_BY_SHAPE = RECOVERY_BY_SHAPE | {'pairs': 'distill+mined', 'triplets': 'distill+mined'}  # `prune`'s: the same rule with finance's second hard suite (10-K statement pages, 2026-11-29) chose distill+mined for the pruned model; slim's cells were not scored on that suite
+RECOVERY_BY_SHAPE = {'texts': 'distill', 'pairs': 'distill+mined', 'triplets': 'distill+mined'}  # a run's recovery None, for `prune` and `slim` alike: what each shape allows and the hard suites chose (bench/hard_recovery.py's rule on seed 0 over FinQA, the 10-K pages and the user split: results.html; texts: 17_exp_your_domain)
 
 def _check_recovery(cfg):
     if cfg.recovery not in (None, *RECOVERIES): raise ValueError(f"recovery must be None (by the data's shape) or one of {RECOVERIES}, not {cfg.recovery!r}")
@@ -276,7 +274,7 @@ class RunConfig(ModelConfig):
     update: str|None = None     # 'obs': prune with the OBS weight update of the kept weights (SparseGPT's sweep)
     score: DAIConfig|OBDConfig|None = None  # the method's own settings (`Method.config`; None: its defaults), see `method_config`
     retrain_steps: int = 0      # recovery steps after pruning (LoRA, pruned weights kept at zero); 0: none
-    recovery: str|None = None   # the recovery's loss: 'contrastive' (pairs), 'mined' (pairs, negatives mined by the dense model from the domain's documents), 'distill' (the dense model's embeddings of texts), 'distill+contrastive', 'distill+mined', 'tsdae' (texts: rebuild each from the embedding of a damaged copy) or 'distill+tsdae'; None: `PRUNE_RECOVERY_BY_SHAPE`
+    recovery: str|None = None   # the recovery's loss: 'contrastive' (pairs), 'mined' (pairs, negatives mined by the dense model from the domain's documents), 'distill' (the dense model's embeddings of texts), 'distill+contrastive', 'distill+mined', 'tsdae' (texts: rebuild each from the embedding of a damaged copy) or 'distill+tsdae'; None: `RECOVERY_BY_SHAPE`
 
     def __post_init__(self):
         m = method(self.method)

@@ -23,7 +23,7 @@ from .methods import importance, prune_weights
 from .runs import load_calibration, open_work_dir, read_folders, recorded_model, run_report, save_calibration, save_run, work_dir
 from .memory import check_memory, disk_needed
 from .masks import apply_mask, make_mask, mask_difference
-from .options import LOSS_OF, PRUNE_RECOVERY_BY_SHAPE, TEXT_RECOVERIES, RunConfig
+from .options import LOSS_OF, RECOVERY_BY_SHAPE, TEXT_RECOVERIES, RunConfig
 from .registry import SHAPES, STAT_FIELDS, method, stat_fields
 from .stats_io import StatsCorrupt, StatsMismatch, check_identity, checksum_problem, dataset_sha256, write_checksums
 from .store import atomic_dir, sha256_json, state_dict_sha256
@@ -295,7 +295,7 @@ def prune_run(cfg:RunConfig,                      # The run's settings
     needs_data = needs_calib or cfg.retrain_steps  # the recovery trains on the domain's data too
     root = data_root(cfg.data) if needs_data and not (cfg.domain_data and cfg.general_data) else None
     data = prune_data(cfg) if data is None else data  # read and checked: shape, held-out split, rows (None if the run reads none)
-    if cfg.retrain_steps and cfg.recovery is None: cfg = replace(cfg, recovery=PRUNE_RECOVERY_BY_SHAPE[data.domain.shape])  # recorded as run
+    if cfg.retrain_steps and cfg.recovery is None: cfg = replace(cfg, recovery=RECOVERY_BY_SHAPE[data.domain.shape])  # recorded as run
     if m.stats and not cfg.in_batch and 'pairs' in (data.domain.shape, data.general.shape):
         raise ValueError("in_batch=False contrasts each query with its hard negative only, which pairs do not have: keep --in-batch on, or give triplets")
     src = model_source(default_model(cfg.model)) if encoder is None else None

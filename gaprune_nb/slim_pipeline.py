@@ -57,8 +57,9 @@ def _calib_texts(cfg:SlimConfig, data, trip, side=None) -> list[str]:
     return DomainData(side.name, side.shape, trip.select(range(min(len(trip), cfg.n_calib)))).texts()
 
 def _recovery_reads_general(cfg:SlimConfig) -> bool:
-    "Whether the fine-tuning reads the general side: distillation (general texts) or `general_triplets` (general rows)."
-    return cfg.finetune != 'none' and cfg.finetune_steps > 0 and ('distill' in (LOSS_OF.get(cfg.recovery) or '') or cfg.general_triplets > 0)
+    "Whether the fine-tuning reads the general side: distillation (general texts) or `general_triplets` (general rows). Recovery None: whether a shape's default (`RECOVERY_BY_SHAPE`) distils, so the data is read once, before the shape is known."
+    recs = [cfg.recovery] if cfg.recovery else RECOVERY_BY_SHAPE.values()
+    return cfg.finetune != 'none' and cfg.finetune_steps > 0 and (any('distill' in LOSS_OF[r] for r in recs) or cfg.general_triplets > 0)
 
 def _config_of(src, encoder:Encoder|None) -> dict|None:
     "The model's config as a dict: the encoder's, the folder's config.json, or a hub id's (None if it cannot be had without loading)."

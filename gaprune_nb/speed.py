@@ -175,6 +175,7 @@ class UnitCosts:
     attn: float     # a whole attention sub-layer, beyond its heads (softmax overheads, norms)
     dense: float    # seconds of the dense model's forward pass
     tokens: int; batch: int; threads: int
+    floor: float = 0.  # seconds of the model with every MLP and attention sub-layer dropped, timed beside the others: no plan is faster (0: not measured)
 
 def _variant(enc:Encoder, mlp:str, attn:str) -> Encoder:
     "A copy with every MLP / attention sub-layer kept ('all'), halved ('half') or dropped ('none')."
@@ -196,19 +197,19 @@ def unit_costs(enc:Encoder,            # The dense model (not changed: copies ar
                threads:int|None=None,  # torch intra-op threads (None: the current setting)
                rounds:int=5            # Timed passes per variant, interleaved
               ) -> UnitCosts:
-    "Time five variants (dense; MLPs halved / dropped; heads halved / attention dropped) and read off the cost of each kind of unit."
+    "Time six variants (dense; MLPs halved / dropped; heads halved / attention dropped; both dropped, the floor) and read off the cost of each kind of unit."
     ls = find_layers(enc.model)
     n_neurons = sum(l.down.in_features for l in ls if 'down' in l.modules)
     n_units = sum(len(h) for l, h in zip(ls, _current_units(enc)) if 'o' in l.modules)
     n_mlp, n_attn = sum('down' in l.modules for l in ls), sum('o' in l.modules for l in ls)
     v = {'dense': enc, 'mlp-half': _variant(enc, 'half', 'all'), 'mlp-none': _variant(enc, 'none', 'all'),
-         'attn-half': _variant(enc, 'all', 'half'), 'attn-none': _variant(enc, 'all', 'none')}
+         'attn-half': _variant(enc, 'all', 'half'), 'attn-none': _variant(enc, 'all', 'none'), 'floor': _variant(enc, 'none', 'none')}
     t = encode_times(v, tokens, batch, threads, rounds)
     per = lambda half, n: max(2 * (t['dense'] - t[half]), 0.) / max(n, 1)  # halving removed n/2 units
     neuron, head = per('mlp-half', n_neurons), per('attn-half', n_units)
     fixed = lambda none, units, n: max(t['dense'] - t[none] - units, 0.) / max(n, 1)
     return UnitCosts(neuron, head, fixed('mlp-none', neuron * n_neurons, n_mlp), fixed('attn-none', head * n_units, n_attn),
-                     t['dense'], tokens, batch, threads or torch.get_num_threads())
+                     t['dense'], tokens, batch, threads or torch.get_num_threads(), t['floor'])
 
 
 # %% ../nbs/07c_speed.ipynb #350b4334
@@ -318,9 +319,9 @@ class TargetOutOfReach(ValueError):
 _KIND_NAMES = {'mlp': 'MLP neuron', 'attn': 'attention head'}
 
 def _ceiling(scores:dict, costs:UnitCosts, kinds:tuple, t_ref:float) -> float:
-    "The speed-up the cost model gives with every unit of `kinds` removed (and their sub-layers dropped): no plan can measure more."
+    "The speed-up the cost model gives with every unit of `kinds` removed (and their sub-layers dropped), and never more than the measured floor gives: no plan can measure more."
     gone = {key: torch.full((len(v),), key[0] not in kinds) for key, v in scores.items()}
-    return t_ref / max(predicted_seconds(gone, costs), costs.dense / 1000)
+    return t_ref / max(predicted_seconds(gone, costs), costs.floor, costs.dense / 1000)  # the floor: a busy timing can make the differences the cost model adds up say almost nothing is left
 
 # %% ../nbs/07c_speed.ipynb #3d6e3f1a
 def slim_to_speedup(enc:Encoder,          # The dense model, slimmed in place

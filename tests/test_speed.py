@@ -1,5 +1,5 @@
 "Issue 33: `slim --speedup` and `--layers` end to end on tiny models (what is removed, the report, the folder), and the settings' checks; speed itself is measured by bench/frontier.py, never asserted here."
-import copy, json
+import copy, dataclasses, json
 import pytest
 import torch
 from sentence_transformers import SentenceTransformer
@@ -288,6 +288,20 @@ def test_an_unreachable_target_is_refused_before_anything_goes(monkeypatch, calm
         speed.slim_to_speedup(enc, unit_scores(enc, TEXTS), 3.0, tokens=8, batch=1, threads=1, costs=costs)
     assert calls == [] and _units(enc.model) == n0
     assert speed.slim_to_speedup(copy.deepcopy(enc), unit_scores(enc, TEXTS), 1.2, tokens=8, batch=1, threads=1, costs=costs)['ceiling'] == pytest.approx(1 / 0.688, abs=0.01)
+
+def test_the_measured_floor_bounds_the_ceiling_a_busy_timing_inflates(monkeypatch, calm):
+    "Beside busy work the unit costs' differences once said almost nothing was left with every unit gone, so a tiny model's ceiling passed 100x and `--speedup 100` was tried instead of refused. The floor (every sub-layer dropped, timed with the rest) bounds it, and `unit_costs` measures it below the dense model."
+    import gaprune_nb.speed as speed
+    m, tok = tiny_model('bert')
+    enc = Encoder(copy.deepcopy(m), tok, pooling='mean'); scores = unit_scores(enc, TEXTS)
+    busy = UnitCosts(neuron=0.007, head=0.05, mlp=0.01, attn=0.01, dense=1.0, tokens=8, batch=1, threads=1)  # 128 neurons, 8 heads: the differences add up to the whole pass
+    assert speed._ceiling(scores, busy, ('mlp', 'attn'), 1.0) == pytest.approx(1000)   # what a busy timing gave, without the floor
+    floored = dataclasses.replace(busy, floor=0.4)
+    assert speed._ceiling(scores, floored, ('mlp', 'attn'), 1.0) == pytest.approx(2.5)
+    with pytest.raises(speed.TargetOutOfReach, match=r"give at most 2\.5x"):
+        speed.slim_to_speedup(enc, scores, 100.0, tokens=8, batch=1, threads=1, costs=floored)
+    c = speed.unit_costs(enc, tokens=8, batch=2, threads=1, rounds=3)
+    assert 0 < c.floor < c.dense, c   # the embeddings and the pooling alone: faster than the whole model
 
 def test_a_shortfall_timed_beside_other_work_stops_the_plan(monkeypatch):
     "A plan that falls short while other processes hold the timing's cores is timed once more and, still busy, stops there: the next plan would remove more on a timing their load may have lowered."
