@@ -32,8 +32,8 @@ def prefix(model, domain) -> str:
 
 
 def shown(name: str) -> bool:
-    "A point a user can run today: not the structure before recovery, not the recovery grid's non-default recoveries."
-    return not re.search(r'-none-s\d+$', name) and (('-none-' not in name) or '-then-mined' in name and '-then-mined-' not in name)
+    "A point a user can run today: not the structure before recovery, not the recovery grid's other recoveries (shown: `mined`, the default when the frontier was made, and `distill+mined`, the default since)."
+    return not re.search(r'-none-s\d+$', name) and (('-none-' not in name) or bool(re.search(r'-then-(distill\+)?mined(\+int8-\w+)?$', name)))
 
 
 def short(name: str, seed: int) -> str:
@@ -186,7 +186,7 @@ def main():
     show = [c for c in ['point', 'speed-up (batch)', 'speed-up (single)', 'Δ hard', 'Δ filings', 'Δ user', 'Δ general', 'hard', 'filings', 'user', 'general'] if c in df.columns]
     md = [f'# The frontier on the hard suites, seed {a.seed} (nDCG@10 × 100; Δ vs the dense model of the same seed, paired-bootstrap 95% intervals)', '',
           'Written by `bench/hard_frontier_report.py` from `bench/frontier.py --hard` (the speed passes: `speed.txt`; mpnet\'s points with MiniLM\'s peers, `speed_mpnet.txt`). hard: the domain\'s hard suite; '
-          'filings: finance\'s second hard suite (10-K statement pages; the points scored on it so far); user: the held-out 10% of its bundled rows; general: the general hard suite. Recovery: 100 steps of `mined` (the default for triplets) '
+          'filings: finance\'s second hard suite (10-K statement pages; the points scored on it so far); user: the held-out 10% of its bundled rows; general: the general hard suite. Recovery: 100 steps of `mined` (the default for triplets when these points were made; `distill+mined` since, in the points that say so) '
           'unless the name says otherwise; `-none-s1` is a structure before any recovery; `+int8-eager` the point\'s per-tensor int8 graph, `+int8-st` its per-channel one (`onnx_export.ST_INT8`, what `gaprune slim --export onnx-int8` writes).', '']
     for (m, d), g in df.groupby(['model', 'domain'], sort=False):
         md += [f'## {m}, {d}', '', md_table(g[show]), '']
