@@ -45,6 +45,9 @@ With --train-tokens N (--grid recovery) the recovered cells fine-tune at N token
   --steps 300 on the seed-0 structure, `distill+mined` (slim's default). If on seed 0 it raises the domain mean (FinQA,
   filings, user split, each weighted equally) by more than 1 point over 100 steps, losing at most 1 general point, slim's
   default `finetune_steps` becomes 300 once seed 1 confirms it (interval of the domain difference excluding zero).
+  Written 2026-11-29 after 300 passed on seed 0 (+3.51 domain mean, general +0.98), before 1000 ran: --steps 1000, the same
+  cell otherwise, is the ceiling of that default: it replaces 300 only if on seed 0 it adds more than 1 point of domain
+  mean over 300, losing at most 1 general point (it costs 3.3 times the CPU), and seed 1 confirms it the same way.
 Seed 0 chooses (ranking rule, recovery at 2x); the others report. Speed: `--speed` times every saved point in one
 run, interleaved (2 threads, batch 32 x 128 tokens, and one text of 128 tokens), and writes results/frontier/speed.json
 (each entry with the allocator it ran under: malloc's buffers kept, `steady_allocator`, unless GAPRUNE_MALLOC=asis).
