@@ -146,7 +146,14 @@ def main():
         if d.empty or not (d.kind == kind).any(): continue
         md += [f'## {kind}', '', md_table(d[show]), '']
         if kind == 'slim-steps':
-            md += ["The default recovery (`distill+mined`) run longer on the same structure; the rule for the steps is in `bench/frontier.py`'s docstring (not a recovery candidate above).", '']
+            md += ["The default recovery (`distill+mined`) run longer on the same structure; the rule for the steps is in `bench/frontier.py`'s docstring (not a recovery candidate above). Each minus 100 steps on the same seed:", '',
+                   '| seed | steps | ' + ' | '.join(f'Δ {x} vs 100 steps' for x in SUITES) + ' |', '|---|---|' + '---|' * len(SUITES)]
+            for seed in a.seeds:
+                base = slim_cell(a.domain, f'slim2-importance-none-s{seed}-then-distill+mined', seed)['scores']
+                for n in STEPS:
+                    c = slim_cell(a.domain, f'slim2-importance-none-s{seed}-then-distill+mined-{n}steps', seed)['scores']
+                    if c and base: md.append(f'| {seed} | {n} | ' + ' | '.join(fmt_delta(delta(c[x], base[x])) if x in c and x in base else '' for x in SUITES) + ' |')
+            md += ['']
             continue
         pick, why = choose(df, kind)
         md += [f'**Rule on seed {SELECT_SEED}:** {pick or "no choice"} ({why}).', '']

@@ -203,7 +203,7 @@ SLIM_GROUPS = {  # what `slim --help` lists, most used first, each flag in one s
     'target': dict(speedup='the CPU speed-up to reach, measured against the dense model (default none)', speed_of="whose speed: pytorch, onnx-int8 or onnx-int8-tensor (default pytorch)",
                    layers="keep the first N layers (or L3Prune's small / large) (default: all)", keep='without --speedup: the share of MLP neurons kept (default 0.6)',
                    drop_mlp='without --speedup: MLP sub-layers dropped first (default 0)'),
-    'recovery': dict(finetune_steps='fine-tuning steps after slimming (default 100)', recovery="the fine-tuning's loss (default: chosen by your data's shape)"),
+    'recovery': dict(finetune_steps='fine-tuning steps after slimming (default 300)', recovery="the fine-tuning's loss (default: chosen by your data's shape)"),
 }
 _SLIM_CHOICES = dict(recovery=dict(choices=RECOVERIES), speed_at=dict(choices=SPEED_AT), speed_of=dict(choices=SPEED_OF))
 _SLIM_METAVARS = dict(speed_of='KIND', recovery='LOSS', speedup='X', layers='N', drop_mlp='N', keep='SHARE', finetune_steps='N')  # `--help`: short names for long choices
