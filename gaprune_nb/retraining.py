@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_retraining.ipynb #685681f6
 from __future__ import annotations
-import copy, math, warnings
+import copy, ctypes, math, os, platform, warnings
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -257,18 +257,23 @@ def _check_retrain(triplets, teacher, cfg:RetrainConfig, extra, inplace:bool, de
     if extra is not None and not inplace: raise ValueError("`extra` acts on the encoder it was made for: use inplace=True")
     return contrastive, distill, (q, p, n)
 
-def _step_loss(enc:Encoder, cfg:RetrainConfig, qpn:tuple, idx, teacher, ti, w:float, denoiser=None, di=None) -> tuple:
-    "(loss, {term: value}) of one step: InfoNCE on the rows `idx` of `qpn`, plus `w` × distillation on the teacher's texts `ti`, plus TSDAE on the denoiser's texts `di`."
-    (q, p, n), parts = qpn, {}
-    if di is not None: parts['tsdae'] = denoiser.loss(enc, [denoiser.texts[i] for i in di])
+def _step_terms(enc:Encoder, cfg:RetrainConfig, qpn:tuple, idx, teacher, ti, w:float, denoiser=None, di=None):
+    "Yields (name, loss, weight) of one step's terms, each built only when asked for: TSDAE on the denoiser's texts `di`, InfoNCE on the rows `idx` of `qpn`, `w` × distillation on the teacher's texts `ti`."
+    q, p, n = qpn
+    if di is not None: yield 'tsdae', denoiser.loss(enc, [denoiser.texts[i] for i in di]), 1.
     if idx is not None:
         qe = enc([q[i] for i in idx], 'query')
         de = enc([p[i] for i in idx] + ([n[i] for i in idx] if n is not None else []), 'document')
-        parts['contrastive'] = info_nce(qe, de[:len(idx)], de[len(idx):] if n is not None else None, cfg.temperature, in_batch=cfg.in_batch)
+        yield 'contrastive', info_nce(qe, de[:len(idx)], de[len(idx):] if n is not None else None, cfg.temperature, in_batch=cfg.in_batch), 1.
     if ti is not None:
         se = sentence_embeddings(enc, [teacher.texts[i] for i in ti])
-        parts['distill'] = distill_loss(se, teacher.embeddings[ti], cfg.distill)
-    return parts.get('contrastive', 0.) + (w * parts['distill'] if ti is not None else 0.) + parts.get('tsdae', 0.), parts
+        yield 'distill', distill_loss(se, teacher.embeddings[ti], cfg.distill), w
+
+_TRIM = ctypes.CDLL(None).malloc_trim if platform.libc_ver()[0] == 'glibc' and os.environ.get('GAPRUNE_MALLOC') != 'asis' else None
+
+def _trim_heap():
+    "Hand the C library heap's free pages back to the system (glibc's `malloc_trim`; nothing elsewhere, nor with `GAPRUNE_MALLOC=asis`): a step's buffers, of other sizes at every step, otherwise stay resident as the heap fragments."
+    if _TRIM is not None: _TRIM(0)
 
 def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
             triplets=None,              # `datasets.Dataset` (or DataFrame, dict, list of dicts) of query/positive/negative; None with loss 'distill'
@@ -312,10 +317,13 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
         bar = progress(list(zip(batches, tbatches, dbatches)), desc=f'retrain ({cfg.method}, {cfg.loss})', disable=not cfg.progress, unit='step')
         if tsdae: denoiser.train()
         for step, (idx, ti, di) in enumerate(bar):
-            loss, parts = _step_loss(enc, cfg, (q, p, n), idx, teacher, ti, w, denoiser, di)
-            pen = extra.penalty() if extra is not None else None
             opt.zero_grad(set_to_none=True)
-            (loss if pen is None else loss + pen).backward()
+            loss, parts = 0., {}
+            for name, term, weight in _step_terms(enc, cfg, (q, p, n), idx, teacher, ti, w, denoiser, di):
+                (weight * term).backward()   # each term's graph is freed before the next is built: the gradients add up to the sum's
+                loss, parts[name] = loss + weight * term.item(), term.item()
+            pen = extra.penalty() if extra is not None else None
+            if pen is not None: pen.backward()
             if pm is None:
                 for lin, mk in pairs:
                     if lin.weight.grad is not None: lin.weight.grad.masked_fill_(~mk, 0)
@@ -323,9 +331,10 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
             lr = sched.get_last_lr()[0]
             opt.step(); sched.step()
             if pm is None: apply_mask(enc, pairs)
-            bar.set_postfix(loss=f'{loss.item():.4f}')
-            if history is not None: history.append(dict(step=step, loss=loss.item(), lr=lr, grad_norm=float(gn),
-                                                        **({k: v.item() for k, v in parts.items()} if len(parts) > 1 else {}),
+            _trim_heap()
+            bar.set_postfix(loss=f'{loss:.4f}')
+            if history is not None: history.append(dict(step=step, loss=loss, lr=lr, grad_norm=float(gn),
+                                                        **(parts if len(parts) > 1 else {}),
                                                         **({} if pen is None else dict(penalty=pen.item()))))
     except BaseException:
         if pm is not None and inplace: enc.model = pm.unload()   # drop the adapters: the weights are untouched

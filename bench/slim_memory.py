@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Peak resident memory of `gaprune slim`'s recovery, stage by stage, and its growth per fine-tuning step.
+
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 GAPRUNE_DATA=../shared/data .venv/bin/python bench/slim_memory.py > results/bench/slim_memory.txt
+
+Runs `gaprune slim --domain finance --keep 1 --no-eval` (the bundled MiniLM-L6 and finance triplets: nothing is removed,
+so the recovery alone is measured: mining, the teacher's embeddings, the fine-tuning, the final timing) as a child
+process, once per (allocator setting, steps), and samples the child's resident set size every 0.2 s with psutil; the
+stage is the last `== ` heading the child printed on stderr. Per run: each stage's peak, and the whole run's. The growth
+per step is (fine-tuning peak at the most steps − at the fewest) / the steps between.
+
+Allocator settings (glibc malloc):
+  defaults  malloc as a fresh process has it
+  kept      `MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=1073741824`: what `speed.steady_allocator` sets, from the start; it
+            is the state a `slim --speedup` run fine-tunes in when the plan's timing came first and the setting lasts
+  mmap      `MALLOC_MMAP_THRESHOLD_=65536`: every buffer above 64 KiB gets its own pages and returns them when freed, so the
+            heap cannot fragment (as `bench/memory.py` runs): growth that remains is memory still held
+  asis      `GAPRUNE_MALLOC=asis`: malloc's defaults and no `malloc_trim` after each fine-tuning step (`retraining._trim_heap`)
+Run with `--settings defaults` or `--steps 10 40` for a part; `--speedup 2` slims to a measured 2x first (the real path);
+`--code DIR` runs the package in DIR (a git worktree of an earlier commit) to compare with it. results/bench/slim_memory.txt
+holds, in one file: commit 14df460 (before the recovery took a step's terms one at a time and trimmed the heap after each
+step, `08_retraining`) and the commit that made those changes, both on the same machine.
+"""
+from __future__ import annotations
+import argparse, os, subprocess, sys, tempfile, threading, time
+from pathlib import Path
+
+import psutil
+
+SETTINGS = {'defaults': {}, 'kept': {'MALLOC_MMAP_MAX_': '0', 'MALLOC_TRIM_THRESHOLD_': str(1 << 30)},
+            'mmap': {'MALLOC_MMAP_THRESHOLD_': '65536'}, 'asis': {'GAPRUNE_MALLOC': 'asis'}}
+GAPRUNE = Path(sys.executable).with_name('gaprune')
+
+
+def run(setting:str, steps:int, speedup:float|None, threads:int, code:str|None=None) -> dict:
+    "{stage: peak GB} of one `gaprune slim` run, its whole peak and seconds."
+    env = {k: v for k, v in os.environ.items() if not k.startswith('MALLOC_')} | SETTINGS[setting] | dict(OMP_NUM_THREADS=str(threads))
+    with tempfile.TemporaryDirectory() as tmp:
+        cli = [str(GAPRUNE)] if code is None else [sys.executable, '-c', f'import sys; sys.path.insert(0, {code!r}); from gaprune_nb.cli import main; main()']
+        cmd = cli + ['slim', '--domain', 'finance', '--no-eval', '--finetune-steps', str(steps), '--out', f'{tmp}/out', '--threads', str(threads)]
+        cmd += ['--speedup', str(speedup)] if speedup else ['--keep', '1']
+        t0, stage, peaks, lines = time.time(), ['start'], {}, []
+        p = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        def read():
+            for line in p.stderr:
+                lines.append(line)
+                if line.startswith('== '): stage[0] = line[3:].strip()
+        reader = threading.Thread(target=read, daemon=True); reader.start()
+        proc = psutil.Process(p.pid)
+        while p.poll() is None:
+            try: rss = proc.memory_info().rss
+            except psutil.NoSuchProcess: break
+            peaks[stage[0]] = max(peaks.get(stage[0], 0), rss)
+            time.sleep(0.2)
+        reader.join()
+        if p.returncode: raise SystemExit(f'{setting}, {steps} steps: gaprune slim failed ({p.returncode}):\n' + ''.join(lines[-20:]))
+    secs = {k.strip(): float(v.rstrip('s\n')) for k, v in (l.rsplit(': ', 1) for l in lines if l.startswith('   ') and l.rstrip().endswith('s') and ': ' in l)
+            if v.rstrip('s\n').replace('.', '', 1).isdigit()}   # each stage's own line: '   STAGE: 12.3s'
+    return dict(peaks={k: v / 2**30 for k, v in peaks.items()}, peak=max(peaks.values()) / 2**30, seconds=time.time() - t0, stage_seconds=secs)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--settings', nargs='+', default=list(SETTINGS), choices=list(SETTINGS))
+    ap.add_argument('--steps', type=int, nargs='+', default=[10, 40])
+    ap.add_argument('--speedup', type=float, default=None)
+    ap.add_argument('--threads', type=int, default=1)
+    ap.add_argument('--code', default=None, help="run the package found in this folder (a git worktree of an earlier commit) instead of the installed one")
+    a = ap.parse_args()
+    print(f'# gaprune slim --domain finance {"--speedup " + str(a.speedup) if a.speedup else "--keep 1"} --no-eval: peak resident memory (GiB), '
+          f'{a.threads} thread(s); code: {a.code or "installed"}; machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start', flush=True)
+    ft = {}
+    for n in a.steps:   # the settings one after another at each step count: a load that comes and goes hits them alike
+        for s in a.settings:
+            load = os.getloadavg()[0]
+            r = run(s, n, a.speedup, a.threads, a.code)
+            print(f'\n## {s}, {n} steps: peak {r["peak"]:.2f} GiB, {r["seconds"]:.0f} s (load average {load:.1f} at its start)', flush=True)
+            for k, v in r['peaks'].items(): print(f'  {v:6.2f}  {k}' + (f'  ({r["stage_seconds"][k]:.0f} s)' if k in r['stage_seconds'] else ''), flush=True)
+            ft[s, n] = next((v for k, v in r['peaks'].items() if k.startswith('fine-tune')), None)
+    for s in a.settings:
+        lo, hi = min(a.steps), max(a.steps)
+        if hi > lo and ft.get((s, lo)) and ft.get((s, hi)):
+            print(f'\n{s}: fine-tuning peak grows {(ft[s, hi] - ft[s, lo]) * 2**10 / (hi - lo):.1f} MiB per step ({lo} -> {hi} steps)', flush=True)
+
+
+if __name__ == '__main__': main()
