@@ -32,8 +32,8 @@ def prefix(model, domain) -> str:
 
 
 def shown(name: str) -> bool:
-    "A point a user can run today: not the structure before recovery, not the recovery grid's other recoveries (shown: `mined`, the default when the frontier was made, and `distill+mined`, the default since, at 100 and 300 steps)."
-    return not re.search(r'-none-s\d+$', name) and (('-none-' not in name) or bool(re.search(r'-then-(distill\+)?mined(-300steps)?(\+int8-\w+)?$', name)))
+    "A point a user can run today: not the structure before recovery, not the recovery grid's other recoveries (shown: `mined`, the default when the frontier was made, and `distill+mined`, the default since, at 100 and 300 steps, and at 1,000: `--finetune-steps 1000`)."
+    return not re.search(r'-none-s\d+$', name) and (('-none-' not in name) or bool(re.search(r'-then-(distill\+)?mined(-(300|1000)steps)?(\+int8-\w+)?$', name)))
 
 
 def short(name: str, seed: int) -> str:
