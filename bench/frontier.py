@@ -48,6 +48,7 @@ With --train-tokens N (--grid recovery) the recovered cells fine-tune at N token
   Written 2026-11-29 after 300 passed on seed 0 (+3.51 domain mean, general +0.98), before 1000 ran: --steps 1000, the same
   cell otherwise, is the ceiling of that default: it replaces 300 only if on seed 0 it adds more than 1 point of domain
   mean over 300, losing at most 1 general point (it costs 3.3 times the CPU), and seed 1 confirms it the same way.
+  Outcome (2026-11-29): seed 1 adds +3.61 domain mean but loses 1.46 [0.15, 2.78] general points: 300 stays the default.
 Seed 0 chooses (ranking rule, recovery at 2x); the others report. Speed: `--speed` times every saved point in one
 run, interleaved (2 threads, batch 32 x 128 tokens, and one text of 128 tokens), and writes results/frontier/speed.json
 (each entry with the allocator it ran under: malloc's buffers kept, `steady_allocator`, unless GAPRUNE_MALLOC=asis).
