@@ -59,14 +59,41 @@ def run(setting:str, steps:int, speedup:float|None, threads:int, code:str|None=N
     return dict(peaks={k: v / 2**30 for k, v in peaks.items()}, peak=max(peaks.values()) / 2**30, seconds=time.time() - t0, stage_seconds=secs)
 
 
+def trim_cost(blocks:int, steps:int, threads:int):
+    "Seconds per fine-tuning step with and without `malloc_trim` (every `retraining._TRIM_EVERY` steps and after the last), in one process, in alternating blocks (load that comes and goes hits both alike)."
+    import statistics, torch
+    from gaprune_nb import retraining
+    from gaprune_nb.core import Encoder
+    from gaprune_nb.data import load_triplets
+    from gaprune_nb.fixtures import minilm_path
+    from gaprune_nb.retraining import RetrainConfig, retrain, teacher_targets
+    torch.set_num_threads(threads)
+    enc, rows = Encoder.from_pretrained(minilm_path(), max_length=128), load_triplets('finance/fin_qa10k', limit=32 * steps * blocks)
+    teacher = teacher_targets(enc, rows['positive'][:96 * steps])
+    trim, per = retraining._TRIM, {'trim': [], 'no trim': []}
+    if trim is None: raise SystemExit('no glibc malloc_trim here (or GAPRUNE_MALLOC=asis): nothing to compare')
+    for b in range(2 * blocks):
+        k = ('trim', 'no trim')[b % 2]; retraining._TRIM = trim if k == 'trim' else None
+        t0 = time.perf_counter()
+        retrain(enc, rows.select(range(32 * steps * (b // 2), 32 * steps * (b // 2 + 1))), steps, config=RetrainConfig(method='full', loss='distill+contrastive', progress=False, seed=b), inplace=True, teacher=teacher)
+        per[k].append((time.perf_counter() - t0) / steps)
+    retraining._TRIM = trim
+    m = {k: statistics.median(v) for k, v in per.items()}
+    print(f'\n## malloc_trim every {retraining._TRIM_EVERY} steps: {blocks} blocks of {steps} steps each way, alternating, {threads} thread(s), one process')
+    print(f"seconds per step, median of blocks: trim {m['trim']:.2f}, no trim {m['no trim']:.2f}: ratio {m['trim'] / m['no trim']:.3f}")
+    print('every block (s/step): ' + '; '.join(f"{k} {', '.join(f'{x:.2f}' for x in v)}" for k, v in per.items()), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--settings', nargs='+', default=list(SETTINGS), choices=list(SETTINGS))
     ap.add_argument('--steps', type=int, nargs='+', default=[10, 40])
     ap.add_argument('--speedup', type=float, default=None)
     ap.add_argument('--threads', type=int, default=1)
+    ap.add_argument('--trim-cost', type=int, nargs=2, metavar=('BLOCKS', 'STEPS'), default=None, help="only time fine-tuning steps with and without malloc_trim, in-process")
     ap.add_argument('--code', default=None, help="run the package found in this folder (a git worktree of an earlier commit) instead of the installed one")
     a = ap.parse_args()
+    if a.trim_cost: return trim_cost(*a.trim_cost, a.threads)
     print(f'# gaprune slim --domain finance {"--speedup " + str(a.speedup) if a.speedup else "--keep 1"} --no-eval: peak resident memory (GiB), '
           f'{a.threads} thread(s); code: {a.code or "installed"}; machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start', flush=True)
     ft = {}
