@@ -17,9 +17,10 @@ Allocator settings (glibc malloc):
             heap cannot fragment (as `bench/memory.py` runs): growth that remains is memory still held
   asis      `GAPRUNE_MALLOC=asis`: malloc's defaults and no `malloc_trim` after each fine-tuning step (`retraining._trim_heap`)
 Run with `--settings defaults` or `--steps 10 40` for a part; `--speedup 2` slims to a measured 2x first (the real path);
-`--code DIR` runs the package in DIR (a git worktree of an earlier commit) to compare with it. results/bench/slim_memory.txt
-holds, in one file: commit 14df460 (before the recovery took a step's terms one at a time and trimmed the heap after each
-step, `08_retraining`) and the commit that made those changes, both on the same machine.
+`--code DIR` runs the package in DIR (a git worktree of an earlier commit) to compare with it; `--trim-cost BLOCKS STEPS`
+only times fine-tuning steps with and without the heap trim, in one process. results/bench/slim_memory.txt holds five runs
+on this machine, each headed by the code it measured: commit 14df460 (before the recovery took a step's terms one at a
+time, `08_retraining`), the terms one at a time without trimming, trimming after every step, and trimming every 10 steps.
 """
 from __future__ import annotations
 import argparse, os, subprocess, sys, tempfile, threading, time
