@@ -15,15 +15,16 @@ Allocator settings (glibc malloc):
             is the state a `slim --speedup` run fine-tunes in when the plan's timing came first and the setting lasts
   mmap      `MALLOC_MMAP_THRESHOLD_=65536`: every buffer above 64 KiB gets its own pages and returns them when freed, so the
             heap cannot fragment (as `bench/memory.py` runs): growth that remains is memory still held
-  asis      `GAPRUNE_MALLOC=asis`: malloc's defaults and no `malloc_trim` after each fine-tuning step (`retraining._trim_heap`)
+  asis      `GAPRUNE_MALLOC=asis`: malloc's defaults and no `malloc_trim` in the fine-tuning (`retraining._trim_heap`)
 Run with `--settings defaults` or `--steps 10 40` for a part; `--speedup 2` slims to a measured 2x first (the real path);
 `--code DIR` runs the package in DIR (a git worktree of an earlier commit) to compare with it; `--trim-cost BLOCKS STEPS`
 only times fine-tuning steps with and without the heap trim, in one process. results/bench/slim_memory.txt holds five runs
 on this machine, each headed by the code it measured: commit 14df460 (before the recovery took a step's terms one at a
-time, `08_retraining`), the terms one at a time without trimming, trimming after every step, and trimming every 10 steps.
+time, `08_retraining`), the terms one at a time without trimming, trimming after every step, and trimming every 10 steps
+(`retrain` now trims once, when the training ends: the 10-step runs of the last measure just that).
 """
 from __future__ import annotations
-import argparse, os, subprocess, sys, tempfile, threading, time
+import argparse, os, re, subprocess, sys, tempfile, threading, time
 from pathlib import Path
 
 import psutil
@@ -55,13 +56,12 @@ def run(setting:str, steps:int, speedup:float|None, threads:int, code:str|None=N
             time.sleep(0.2)
         reader.join()
         if p.returncode: raise SystemExit(f'{setting}, {steps} steps: gaprune slim failed ({p.returncode}):\n' + ''.join(lines[-20:]))
-    secs = {k.strip(): float(v.rstrip('s\n')) for k, v in (l.rsplit(': ', 1) for l in lines if l.startswith('   ') and l.rstrip().endswith('s') and ': ' in l)
-            if v.rstrip('s\n').replace('.', '', 1).isdigit()}   # each stage's own line: '   STAGE: 12.3s'
+    secs = {m[1]: float(m[2]) for m in (re.match(r'   (.+): ([\d.]+)s$', l.rstrip()) for l in lines) if m}   # each stage's own line: '   STAGE: 12.3s'
     return dict(peaks={k: v / 2**30 for k, v in peaks.items()}, peak=max(peaks.values()) / 2**30, seconds=time.time() - t0, stage_seconds=secs)
 
 
 def trim_cost(blocks:int, steps:int, threads:int):
-    "Seconds per fine-tuning step with and without `malloc_trim` (every `retraining._TRIM_EVERY` steps and after the last), in one process, in alternating blocks (load that comes and goes hits both alike)."
+    "Seconds per fine-tuning step with and without `malloc_trim` where `retrain` calls it, in one process, in alternating blocks of one `retrain` call each (load that comes and goes hits both alike)."
     import statistics, torch
     from gaprune_nb import retraining
     from gaprune_nb.core import Encoder
@@ -80,7 +80,7 @@ def trim_cost(blocks:int, steps:int, threads:int):
         per[k].append((time.perf_counter() - t0) / steps)
     retraining._TRIM = trim
     m = {k: statistics.median(v) for k, v in per.items()}
-    print(f'\n## malloc_trim every {retraining._TRIM_EVERY} steps: {blocks} blocks of {steps} steps each way, alternating, {threads} thread(s), one process')
+    print(f'\n## malloc_trim where retrain calls it: {blocks} blocks of {steps} steps each way, alternating, {threads} thread(s), one process')
     print(f"seconds per step, median of blocks: trim {m['trim']:.2f}, no trim {m['no trim']:.2f}: ratio {m['trim'] / m['no trim']:.3f}")
     print('every block (s/step): ' + '; '.join(f"{k} {', '.join(f'{x:.2f}' for x in v)}" for k, v in per.items()), flush=True)
 

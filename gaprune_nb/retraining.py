@@ -270,7 +270,6 @@ def _step_terms(enc:Encoder, cfg:RetrainConfig, qpn:tuple, idx, teacher, ti, w:f
         yield 'distill', distill_loss(se, teacher.embeddings[ti], cfg.distill), w
 
 _TRIM = ctypes.CDLL(None).malloc_trim if platform.libc_ver()[0] == 'glibc' and os.environ.get('GAPRUNE_MALLOC') != 'asis' else None
-_TRIM_EVERY = 10  # steps between two trims: the pages handed back fault in again at the next step (11% slower when every step trims, `bench/slim_memory.py`)
 
 def _trim_heap():
     "Hand the C library heap's free pages back to the system (glibc's `malloc_trim`; nothing elsewhere, nor with `GAPRUNE_MALLOC=asis`): a step's buffers, of other sizes at every step, otherwise stay resident as the heap fragments."
@@ -332,7 +331,6 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
             lr = sched.get_last_lr()[0]
             opt.step(); sched.step()
             if pm is None: apply_mask(enc, pairs)
-            if step % _TRIM_EVERY == _TRIM_EVERY - 1 or step == len(batches) - 1: _trim_heap()
             bar.set_postfix(loss=f'{loss:.4f}')
             if history is not None: history.append(dict(step=step, loss=loss, lr=lr, grad_norm=float(gn),
                                                         **(parts if len(parts) > 1 else {}),
@@ -343,6 +341,7 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
     finally:
         enc.train(was_training)
         for p_, g in grads.items(): p_.requires_grad_(g)
+        _trim_heap()   # once, at the end: trimming during the steps costs time and did not lower the peak (`bench/slim_memory.py`)
     if pm is not None and cfg.merge: merge_lora(enc, mask)
     return enc
 
