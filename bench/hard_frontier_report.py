@@ -7,7 +7,9 @@ suite, the user split (the held-out 10% of the domain's rows) and the general ha
 paired-bootstrap 95% interval, 2,000 resamples of the queries), and its measured speed-ups (batch 32 x 128 tokens and
 one text, 2 threads, one pass). The csv has every Δ as numbers: d_<suite>, d_<suite>_ci95_lo, d_<suite>_ci95_hi.
 The figure shows the points a user can run today: the recovery grid's other recoveries and the structure before any
-recovery stay in the table only.
+recovery stay in the table only. Then, per domain, paired on the same queries (issue 54's goal "above every peer"):
+each package point minus its model fine-tuned with the same recovery and steps, fp32 and per-channel int8 ("Against the
+fine-tuned model"), and mpnet's points minus MiniLM-L6 dense and fine-tuned the same way ("Across sizes").
 Run: python bench/hard_frontier_report.py [--seed 1]
 """
 from __future__ import annotations
@@ -84,20 +86,35 @@ def table(model, domain, seed, speed) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-SMALLER = {'dense-s{s}': 'MiniLM-L6 dense', 'dense+int8-eager-s{s}': 'MiniLM-L6 dense +int8', 'dense-ft-mined-s{s}': 'MiniLM-L6 fine-tuned (mined)',
-           'dense-ft-mined-s{s}+int8-eager': 'MiniLM-L6 fine-tuned +int8', 'dense+int8-st-s{s}': 'MiniLM-L6 dense +int8 per channel',
-           'dense-ft-mined-s{s}+int8-st': 'MiniLM-L6 fine-tuned +int8 per channel'}   # the smaller sibling an mpnet user can adopt instead (issue 54 items 1 and 3)
+SMALLER = ('dense-s{s}', 'dense+int8-eager-s{s}', 'dense+int8-st-s{s}', 'dense-ft-mined-s{s}', 'dense-ft-mined-s{s}+int8-eager', 'dense-ft-mined-s{s}+int8-st',
+           'dense-ft-distill+mined-300steps-s{s}', 'dense-ft-distill+mined-300steps-s{s}+int8-st')   # the smaller sibling an mpnet user can adopt instead (issue 54 items 1 and 3)
+
+
+def peer_label(name: str, model: str = 'minilm') -> str:
+    "'dense-ft-mined-s1+int8-st' -> 'MiniLM-L6 fine-tuned (mined) +int8 per channel': a peer's label in the tables."
+    i8 = ' +int8 per channel' if '+int8-st' in name else ' +int8' if '+int8' in name else ''
+    rec = recovery_of(name)
+    return f"{NAMES[model]} {'fine-tuned (' + rec + ')' if rec else 'dense'}{i8}"
+
+
+def recovery_of(name: str) -> str|None:
+    """The recovery (with its steps, when not 100) a point was made with, as the fine-tuned peers are named: 'slim2-importance-mined-s1' ->
+    'mined', 'slim2-importance-none-s1-then-distill+mined-300steps+int8-st' -> 'distill+mined-300steps', 'dense-ft-mined-s1' -> 'mined'; None: none."""
+    base = re.sub(r'\+int8-\w+', '', name)
+    if '-then-' in base: return base.split('-then-')[1]
+    m = re.fullmatch(r'(?:dense-ft|slim[\d.]+-(?:importance|fidelity|per-time))-(.+?)(?:-gencalib[\d.]+|-refine\d+|-layers\d+|-at-\w+|-of-\w+)*-s\d+', base)
+    return m[1] if m else None
 
 
 def smaller_peers(domain, seed, dense, speed) -> list[dict]:
     "MiniLM-L6's points as peers of mpnet: Δ vs dense mpnet on the same queries, speed-up = dense mpnet's seconds / theirs in the same speed pass."
     rows, pre = [], prefix('minilm', domain)
     ref = f'{prefix("mpnet", domain)}dense-s{seed}'   # dense mpnet, timed in the same pass as each MiniLM point
-    for form, label in SMALLER.items():
+    for form in SMALLER:
         name = form.format(s=seed)
         c = slim_cell(domain, name, seed)['scores']
         if not c: continue
-        r = dict(model='mpnet', domain=domain, seed=seed, point=f'minilm:{name}', label=label, shown=True)
+        r = dict(model='mpnet', domain=domain, seed=seed, point=f'minilm:{name}', label=peer_label(name), shown=True)
         for k in ('batch', 'single'):
             x = ratio_in_one_run(speed.get(k, {}), ref, pre + name)
             if x: r[f'speed-up ({k})'] = round(x, 2)
@@ -107,23 +124,33 @@ def smaller_peers(domain, seed, dense, speed) -> list[dict]:
     return rows
 
 
-def across_sizes(domain, seed, speed) -> list[str]:
-    """Markdown rows (issue 54 item 3): each slimmed mpnet point, and mpnet fine-tuned, minus MiniLM-L6 dense and MiniLM-L6
-    fine-tuned with the same recovery (mpnet's fine-tuned per-channel int8 graph minus MiniLM-L6's), paired on the same queries; speed = the MiniLM point's seconds / the mpnet point's, from one speed pass."""
-    pre, mpre, rows = prefix('minilm', domain), prefix('mpnet', domain), []
-    fp32, int8 = ('dense-s{s}', 'dense-ft-mined-s{s}'), ('dense-ft-mined-s{s}+int8-st',)   # the MiniLM points each mpnet point is set against
-    for p, forms in [(p, fp32) for p in sorted(SLIM_OUT.glob(f'{mpre}slim*-s{seed}.json')) + sorted(SLIM_OUT.glob(f'{mpre}dense-ft-mined-s{seed}.json'))] + \
-                    [(p, int8) for p in sorted(SLIM_OUT.glob(f'{mpre}dense-ft-mined-s{seed}+int8-st.json'))]:   # fine-tuned int8 graphs: against MiniLM's
-        mine = slim_cell(domain, 'mpnet-' + p.stem.removeprefix(mpre), seed)['scores']
-        for form in forms:
-            peer = form.format(s=seed); c = slim_cell(domain, peer, seed)['scores']
+def peers_of(name: str, seed: int, across: bool) -> list[str]:
+    """The free alternatives a point is set against, fine-tuned with its recovery: the same model fine-tuned, fp32 and its
+    per-channel int8 graph; `across` (an mpnet point against MiniLM-L6): MiniLM-L6 dense and fine-tuned, in the point's form (fp32 or int8)."""
+    rec, i8 = recovery_of(name), '+int8' in name
+    if not across: return [f'dense-ft-{rec}-s{seed}', f'dense-ft-{rec}-s{seed}+int8-st'] if rec else []
+    return [f'dense+int8-st-s{seed}', f'dense-ft-{rec}-s{seed}+int8-st'] if i8 else [f'dense-s{seed}'] + ([f'dense-ft-{rec}-s{seed}'] if rec else [])
+
+
+def versus(domain, seed, speed, model, across=False) -> list[str]:
+    """Markdown rows (issue 54's goal "above every peer"): each package point of `model` (and, `across`, mpnet's fine-tuned
+    points) minus each free alternative of `peers_of`, paired on the same queries; speed = the peer's time / the point's, from one speed pass."""
+    pre, ppre = prefix(model, domain), prefix('minilm' if across else model, domain)
+    pm, rows = 'mpnet-' if model == 'mpnet' else '', []
+    for p in sorted(SLIM_OUT.glob(f'{pre}*-s{seed}*.json')):
+        name = p.stem[len(pre):]
+        if name.split('-')[0] in ('chemistry', 'mpnet') or not re.search(rf'-s{seed}($|[-+])', name) or not shown(name): continue
+        if not (name.startswith('slim') or (across and name.startswith('dense-ft') and not name.endswith('-eager'))): continue
+        mine = slim_cell(domain, pm + name, seed)['scores']
+        for peer in peers_of(name, seed, across):
+            c = slim_cell(domain, ('' if across else pm) + peer, seed)['scores']
             if not (mine and c): continue
-            t = {k: speed.get(k, {}) for k in ('batch', 'single')}
-            ratio = ['%.2f' % x if (x := ratio_in_one_run(t[k], pre + peer, p.stem)) else '' for k in t]
-            rows.append(f"| mpnet-{p.stem.removeprefix(mpre)} − {SMALLER[form]} | {ratio[0]} | {ratio[1]} | "
+            ratio = ['%.2f' % x if (x := ratio_in_one_run(speed.get(k, {}), ppre + peer, p.stem)) else '' for k in ('batch', 'single')]
+            rows.append(f"| {pm}{name} − {peer_label(peer, 'minilm' if across else model)} | {ratio[0]} | {ratio[1]} | "
                         + ' | '.join(fmt_delta(delta(mine[k], c[k])) if k in mine and k in c else '' for k in SUITES) + ' |')
-    return [f'## Across sizes ({domain}, seed {seed}): mpnet points minus MiniLM-L6 on the same queries', '',
-            "speed: the MiniLM point's time / the mpnet point's (above 1: the mpnet point is faster), same speed pass.", '',
+    what = 'mpnet points minus MiniLM-L6' if across else f'{NAMES[model]} compressed minus {NAMES[model]} fine-tuned with the same recovery'
+    return [f'## {"Across sizes" if across else "Against the fine-tuned model"} ({NAMES[model] if not across else "mpnet-base"}, {domain}, seed {seed}): {what}, on the same queries', '',
+            "speed: the peer's time / the point's (above 1: the point is faster), same speed pass; blank: not timed in one pass.", '',
             '| comparison | speed (batch) | speed (single) | ' + ' | '.join(f'Δ {k}' for k in SUITES) + ' |', '|---|---|---|' + '---|' * len(SUITES)] + rows + [''] if rows else []
 
 
@@ -193,7 +220,13 @@ def main():
     df2 = pd.concat([table(m, d, 2, sp) for m, d in PANELS], ignore_index=True) if a.seed == 1 else pd.DataFrame()   # issue 54's second report seed
     for (m, d), g in (df2.groupby(['model', 'domain'], sort=False) if len(df2) else []):
         if len(g) > 1: md += [f'## {m}, {d}, report seed 2 (the points made on it so far)', '', md_table(g[[c for c in show if c in g]]), '']
-    md += across_sizes('finance', a.seed, sp) + across_sizes('chemistry', a.seed, sp) + probes(0)
+    s0 = table('minilm', 'finance', 0, sp) if a.seed == 1 else pd.DataFrame()   # the selection seed: the default's points (300 and 1,000 steps) and their fine-tuned peer
+    if len(s0) and (s0.point.str.contains('300steps') & s0.point.str.startswith('dense-ft')).any():
+        md += ['## minilm, finance, selection seed 0: the default recovery (300 steps) and its fine-tuned peer', '',
+               md_table(s0[s0.point.str.contains(r'-(?:300|1000)steps')][[c for c in show if c in s0]]), ''] + versus('finance', 0, sp, 'minilm')
+    for d in ('finance', 'chemistry'):
+        md += versus(d, a.seed, sp, 'minilm') + versus(d, a.seed, sp, 'mpnet') + versus(d, a.seed, sp, 'mpnet', across=True)
+    md += probes(0)
     write_text(SLIM_OUT/'summary.md', '\n'.join(md) + '\n')
     figure(df, SLIM_OUT/'frontier.png')
     print('\n'.join(md))

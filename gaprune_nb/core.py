@@ -166,6 +166,7 @@ class Encoder(nn.Module):
         self.head_paths = list(head_paths or [f'{i + 2}_{type(m).__name__}' for i, m in enumerate(self.head)])
         self.prompts, self.default_prompt_name = dict(prompts or {}), default_prompt_name
         self.training = model.training  # an Encoder is in the mode of the model it wraps (eval after from_pretrained)
+        self.pad_multiple = None  # batches padded to a multiple of this many tokens (`retrain` sets it: few shapes, buffers reused)
         if tokenizer.pad_token is None: tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
         vars(tokenizer).setdefault('_gaprune_loaded', _backend_settings(tokenizer))  # saved with these (`write_model_files`)
         spec = ARCHS.get(getattr(model.config, 'model_type', None))
@@ -289,8 +290,9 @@ def tokenize(self:Encoder, texts:list[str], # The texts (a list, not one string)
     if kind not in ('query', 'document'): raise ValueError(f"kind must be 'query' or 'document', not {kind!r}")
     pre = self.query_prompt if kind == 'query' else self.document_prompt
     eos = self.tokenizer.eos_token if self.add_eos else ''
+    m = self.pad_multiple if self.pad_multiple and self.max_length % self.pad_multiple == 0 else None   # (the tokenizer refuses a limit it does not divide)
     batch = self.tokenizer([f'{pre}{t}{eos}' for t in texts], padding=True, truncation=True,
-                           max_length=self.max_length, return_tensors='pt')
+                           max_length=self.max_length, pad_to_multiple_of=m, return_tensors='pt')
     return batch.to(self.device)
 
 @patch

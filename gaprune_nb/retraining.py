@@ -53,6 +53,7 @@ class RetrainConfig:
     distill_batch: int|None = None    # texts per distillation step; None: 3 × batch_size (as many texts as a triplet batch embeds)
     general_texts: float = 0.5    # share of the distillation texts from the general side (the rest from the domain)
     denoise_batch: int|None = None    # texts per TSDAE step; None: batch_size
+    pad_multiple: int|None = 16   # training batches padded to a multiple of this many tokens (when it divides the token limit): a few shapes, whose buffers the allocator reuses instead of fragmenting its heap (`bench/recovery_padding.py`: ~6% more time a step); None: to the longest text
 
     def __post_init__(self):
         if self.method not in METHODS: raise ValueError(f"method must be one of {METHODS}, not {self.method!r}")
@@ -296,7 +297,7 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
     enc = encoder if inplace else copy.deepcopy(encoder)
     pairs = _resolve_mask(enc, mask)
     apply_mask(enc, pairs)                  # pruned weights start at exactly zero (the pairs are reused every step)
-    grads = {p_: p_.requires_grad for p_ in enc.parameters()}
+    grads, pad_was = {p_: p_.requires_grad for p_ in enc.parameters()}, enc.pad_multiple
     batches = _batches(list(zip(p, n)) if n is not None else [(d,) for d in p], cfg.batch_size, steps, cfg.seed, cfg.no_duplicates) if contrastive else [None] * steps
     tbatches = _text_batches(len(teacher.texts), cfg.distill_batch or 3 * cfg.batch_size, steps, cfg.seed) if distill else [None] * steps
     dbatches = _text_batches(len(denoiser.texts), cfg.denoise_batch or cfg.batch_size, steps, cfg.seed + 1) if tsdae else [None] * steps
@@ -305,6 +306,7 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
     seed_everything(cfg.seed)               # LoRA initialisation and dropout
     pm, was_training = None, enc.training
     try:
+        enc.pad_multiple = cfg.pad_multiple
         if cfg.method == 'lora': pm = _add_lora(enc, cfg, pairs)
         else: enc.requires_grad_(cfg.method == 'full')
         params = [p_ for p_ in enc.parameters() if p_.requires_grad]
@@ -339,7 +341,7 @@ def retrain(encoder:Encoder,            # the (pruned) encoder to fine-tune
         if pm is not None and inplace: enc.model = pm.unload()   # drop the adapters: the weights are untouched
         raise
     finally:
-        enc.train(was_training)
+        enc.train(was_training); enc.pad_multiple = pad_was
         for p_, g in grads.items(): p_.requires_grad_(g)
         _trim_heap()   # once, at the end: trimming during the steps costs time and did not lower the peak (`bench/slim_memory.py`)
     if pm is not None and cfg.merge: merge_lora(enc, mask)
