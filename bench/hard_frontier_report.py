@@ -160,6 +160,11 @@ def place(ax, labels):
         ax.annotate(text, (x, y), textcoords='offset points', xytext=(5, 3 if k % 2 == 0 else -10), fontsize=7.5)
 
 
+def abbrev(label: str) -> str:
+    "A label short enough for a crowded panel: 'dense-ft distill+mined-300steps +int8 per channel' -> 'dense-ft d+m300 +int8 pc' (the caption says so)."
+    return re.sub(r'distill\+mined-(\d+)steps', r'd+m\1', label).replace('distill+mined', 'd+m').replace(' per channel', ' pc')
+
+
 def figure(df: pd.DataFrame, path: Path):
     "One row per (model, domain), one panel per suite: Δ vs dense (with its interval) against the measured batch speed-up."
     import matplotlib; matplotlib.use('Agg')
@@ -178,14 +183,15 @@ def figure(df: pd.DataFrame, path: Path):
                 kind = 'package' if r.point.startswith('slim') else 'peer'
                 ax.errorbar(r['speed-up (batch)'], r[f'd_{s}'], yerr=[[r[f'd_{s}'] - r[f'd_{s}_ci95_lo']], [r[f'd_{s}_ci95_hi'] - r[f'd_{s}']]],
                             fmt='o' if kind == 'package' else 's', color='C3' if kind == 'package' else ('C0' if not pkg else 'C2'), capsize=3, ms=6)
-                labels.append((r.label, r['speed-up (batch)'], r[f'd_{s}']))
+                labels.append((abbrev(r.label), r['speed-up (batch)'], r[f'd_{s}']))
             ax.axhline(0, color='k', lw=0.8); ax.set_xscale('log'); ax.set_xticks([1, 2, 3, 5, 10, 20, 40, 80]); ax.set_xticklabels(['1', '2', '3', '5', '10', '20', '40', '80']); ax.set_xlim(0.8, 110); ax.minorticks_off()
             place(ax, labels)
             ax.set_title(f'{NAMES[m]}, {d}: {LABEL[s]}', fontsize=10); ax.set_xlabel('speed-up, batch 32 x 128 tokens (measured)'); ax.set_ylabel('Δ nDCG@10 vs dense (points)')
             ax.grid(alpha=0.3)
     fig.text(0.5, 0.005, "red circles: gaprune slim; green squares: neuron magnitude and L3Prune with the same recovery; blue squares: the user's free\n"
              "alternatives (dense int8, the dense model fine-tuned with the same recovery, model2vec; on mpnet's row MiniLM-L6's points, timed against dense mpnet). "
-             "Bars: paired-bootstrap 95% intervals.", ha='center', fontsize=9)
+             "Bars: paired-bootstrap 95% intervals.\n"
+             "d+m300: distill+mined recovery, 300 steps (100 when no number follows); pc: int8 per channel.", ha='center', fontsize=9)
     fig.tight_layout(rect=(0, 0.09 / len(groups), 1, 1)); fig.savefig(path, dpi=150); plt.close(fig)
 
 

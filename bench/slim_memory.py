@@ -21,7 +21,8 @@ Run with `--settings defaults` or `--steps 10 40` for a part; `--speedup 2` slim
 only times fine-tuning steps with and without the heap trim, in one process. results/bench/slim_memory.txt holds five runs
 on this machine, each headed by the code it measured: commit 14df460 (before the recovery took a step's terms one at a
 time, `08_retraining`), the terms one at a time without trimming, trimming after every step, and trimming every 10 steps
-(`retrain` now trims once, when the training ends: the 10-step runs of the last measure just that).
+(`retrain` now trims once, when the training ends: the 10-step runs of the last measure just that). All five ran
+before `retrain` padded its batches to a multiple of 16 tokens (`RetrainConfig.pad_multiple`, `bench/recovery_padding.py`).
 """
 from __future__ import annotations
 import argparse, os, re, subprocess, sys, tempfile, threading, time
