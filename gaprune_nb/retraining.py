@@ -59,6 +59,7 @@ class RetrainConfig:
         if self.method not in METHODS: raise ValueError(f"method must be one of {METHODS}, not {self.method!r}")
         if self.lora_mask not in LORA_MASKS: raise ValueError(f"lora_mask must be one of {LORA_MASKS}, not {self.lora_mask!r}")
         if self.batch_size < 1: raise ValueError(f"batch_size must be >= 1, not {self.batch_size}")
+        if self.pad_multiple is not None and self.pad_multiple < 1: raise ValueError(f"pad_multiple must be >= 1 (or None: pad to the longest text), not {self.pad_multiple}")
         if not 0 <= self.warmup_ratio <= 1: raise ValueError(f"warmup_ratio must be in [0, 1], not {self.warmup_ratio}")
         if self.loss not in LOSSES: raise ValueError(f"loss must be one of {LOSSES}, not {self.loss!r}")
         if self.distill not in DISTILL_METRICS: raise ValueError(f"distill must be one of {DISTILL_METRICS}, not {self.distill!r}")
